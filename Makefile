@@ -42,6 +42,7 @@ guest: ## static binaries for the VM guest, in build/guest/bin
 	@mkdir -p $(GUEST_BIN)
 	@$(MAKE) -s -C tests/fakecuda OUT=$(GUEST_BIN)
 	@CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(GUEST_BIN)/ ./tests/nvinfo
+	@install -m 0755 tests/demo/cgpu-demo $(GUEST_BIN)/cgpu-demo
 
 vm-test: deps guest ## kernel suites in the VM on Debian's packaged kernel
 	tests/vm/run --kernel packaged --suite all
