@@ -42,6 +42,7 @@ guest: ## static binaries for the VM guest, in build/guest/bin
 	@mkdir -p $(GUEST_BIN)
 	@$(MAKE) -s -C tests/fakecuda OUT=$(GUEST_BIN)
 	@CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(GUEST_BIN)/ ./tests/nvinfo
+	@if [ -f tests/cgpuadm/Makefile ]; then $(MAKE) -s -C tests/cgpuadm OUT=$(GUEST_BIN); fi
 	@install -m 0755 tests/demo/cgpu-demo $(GUEST_BIN)/cgpu-demo
 
 vm-test: deps guest ## kernel suites in the VM on Debian's packaged kernel
@@ -72,12 +73,14 @@ check: deps $(CHECKPATCH) ## sparse (C=2) and checkpatch --strict on the kernel 
 	@set -e; for d in $(KMOD_DIRS); do \
 		echo "check: sparse $$d"; \
 		$(MAKE) -s -C $$d KDIR=$(KDIR) clean; \
-		out=$$($(MAKE) -s -C $(KDIR) M=$(ROOT)/$$d C=2 CF=-D__CHECK_ENDIAN__ modules 2>&1 | grep -v -e 'Skipping BTF' -e '^  ' || true); \
-		if [ -n "$$out" ]; then echo "$$out"; exit 1; fi; \
+		out=$$($(MAKE) -s -C $(KDIR) M=$(ROOT)/$$d C=2 modules 2>&1 || echo "error: sparse build of $$d failed"); \
+		$(MAKE) -s -C $$d KDIR=$(KDIR) clean; \
+		if grep -qE 'warning:|error:' <<<"$$out"; then echo "$$out"; exit 1; fi; \
 	done
-	@set -e; files=$$(git ls-files $(KMOD_DIRS) | grep -E '\.[ch]$$'); \
+	@set -e; files=$$(git ls-files kmod $(KMOD_DIRS) | grep -E '\.[ch]$$' | sort -u); \
 	echo "check: checkpatch --strict on $$(echo $$files | wc -w) files"; \
-	$(CHECKPATCH) --strict --no-tree --quiet --show-types --ignore SPDX_LICENSE_TAG -f $$files
+	$(CHECKPATCH) --strict --no-tree --quiet --show-types -f $$files; \
+	echo "check: clean"
 
 demo: deps guest ## boot the guest with two mock GPUs and show what a CUDA client sees
 	@scripts/demo
