@@ -71,6 +71,14 @@
 #define NVA_ERR_NOT_SUPPORTED		0x56
 #define NVA_ERR_OBJECT_NOT_FOUND	0x57
 #define NVA_ERR_GENERIC			0xFFFF
+/* Further codes nvmock answers with (nvstatuscodes values). */
+#define NVA_ERR_INVALID_ADDRESS		0x1E
+#define NVA_ERR_INVALID_EVENT		0x28
+#define NVA_ERR_INVALID_FUNCTION	0x2A
+#define NVA_ERR_INVALID_OBJECT_PARENT	0x36
+#define NVA_ERR_INVALID_OFFSET		0x37
+#define NVA_ERR_INVALID_POINTER		0x3D
+#define NVA_ERR_UVM_ADDRESS_IN_USE	0x68
 
 /* ---- classes [4] -------------------------------------------------------- */
 #define NVA_CLASS_ROOT			0x00
