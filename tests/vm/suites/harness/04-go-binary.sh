@@ -1,0 +1,17 @@
+#!/bin/sh
+# A static Go binary from build/guest/bin runs in the guest (nvinfo, when
+# the top-level Makefile's guest target has built it).
+# shellcheck source=SCRIPTDIR/../../lib.sh
+. /opt/cgpu/lib.sh
+
+bin=/opt/cgpu/bin/nvinfo
+[ -x $bin ] || skip "no $bin (build/guest/bin has no nvinfo yet)"
+out=$($bin --help 2>&1)
+rc=$?
+echo "$out" | head -20
+# A Go binary that did not start (wrong arch, dynamic loader missing) exits
+# 126/127 from the shell or prints nothing at all.
+if [ $rc -eq 126 ] || [ $rc -eq 127 ]; then
+	fail "$bin did not start (exit $rc)"
+fi
+[ -n "$out" ] || fail "$bin printed nothing"
