@@ -587,8 +587,9 @@ static int nvm_esc_check_version(struct nva_rm_api_version *v)
 	}
 	if (ok)
 		return 0;
-	pr_info_ratelimited("API mismatch: the client has version %.*s, this mock is %s\n",
-			    (int)sizeof(v->version_string), v->version_string, mine);
+	pr_info_ratelimited("API mismatch: the client has version \"%*pE\", this mock is %s\n",
+			    (int)strnlen(v->version_string, sizeof(v->version_string)),
+			    v->version_string, mine);
 	memset(v->version_string, 0, sizeof(v->version_string));
 	strscpy(v->version_string, mine, sizeof(v->version_string));
 	return -EINVAL;
@@ -1184,8 +1185,8 @@ static int nvm_dispatch(struct nvm_file *nvf, u32 nr, void *buf, u32 size)
 	return -EINVAL;
 }
 
-static noinline long nvidia_ioctl(struct file *filp, unsigned int cmd,
-				  unsigned long arg)
+static noinline __noclone long nvidia_ioctl(struct file *filp, unsigned int cmd,
+					    unsigned long arg)
 {
 	struct nvm_file *nvf = filp->private_data;
 	void __user *uarg = (void __user *)arg;

@@ -145,10 +145,13 @@ static void uvm_range_destroy(struct uvm_range *r)
 	kfree(r);
 }
 
-/* [base, base + length): page aligned, not empty, no wrap, user addresses. */
+/*
+ * [base, base + length): page aligned, not empty, not at 0, no wrap, within
+ * the user address space.
+ */
 static bool uvm_va_ok(u64 base, u64 length)
 {
-	return length && PAGE_ALIGNED(base) && PAGE_ALIGNED(length) &&
+	return base && length && PAGE_ALIGNED(base) && PAGE_ALIGNED(length) &&
 	       base < NVM_UVM_VA_END && length <= NVM_UVM_VA_END - base;
 }
 
@@ -160,7 +163,7 @@ static u32 uvm_initialize(struct uvm_fd *ufd, struct nva_uvm_initialize *p)
 
 	mutex_lock(&ufd->lock);
 	if (ufd->kind == UVM_FD_MM) {
-		st = NVA_ERR_INVALID_STATE;
+		st = NVA_ERR_INVALID_ARGUMENT;
 	} else if (ufd->kind == UVM_FD_VA_SPACE) {
 		if (p->flags != ufd->init_flags)
 			st = NVA_ERR_INVALID_ARGUMENT;
@@ -531,7 +534,8 @@ static bool uvm_is_va_space(struct uvm_fd *ufd)
  * Each command copies in sizeof(its params) with no size check, answers in
  * rmStatus and returns 0; unknown commands are -EINVAL [7].
  */
-static long uvm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+static noinline __noclone long uvm_ioctl(struct file *filp, unsigned int cmd,
+					 unsigned long arg)
 {
 	struct uvm_fd *ufd = filp->private_data;
 	void __user *uarg = (void __user *)arg;
@@ -630,13 +634,17 @@ static int uvm_mmap(struct file *filp, struct vm_area_struct *vma)
 	struct uvm_vm *vm;
 	int ret;
 
+	if (!uvm_is_va_space(ufd))
+		return -EBADFD;
 	/* The offset must be the address: a managed range at that VA. */
 	if (vma->vm_pgoff != vma->vm_start >> PAGE_SHIFT)
 		return -EINVAL;
+	/* Shared and read/write only, so no copy-on-write behind our back. */
+	if ((vma->vm_flags & (VM_SHARED | VM_READ | VM_WRITE)) !=
+	    (VM_SHARED | VM_READ | VM_WRITE))
+		return -EINVAL;
 	if (len > NVM_UVM_MAX_MMAP)
 		return -ENOMEM;
-	if (!uvm_is_va_space(ufd))
-		return -EBADFD;
 
 	vm = kzalloc(sizeof(*vm), GFP_KERNEL_ACCOUNT);
 	fresh = uvm_range_new(vma->vm_start, vma->vm_end, UVM_RANGE_MANAGED);

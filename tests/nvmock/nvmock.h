@@ -14,29 +14,6 @@
 
 #include "nv_abi.h"
 
-/* Status codes nv_abi.h does not carry (values from nvstatuscodes). */
-#ifndef NVA_ERR_INVALID_ADDRESS
-#define NVA_ERR_INVALID_ADDRESS		0x1E
-#endif
-#ifndef NVA_ERR_INVALID_EVENT
-#define NVA_ERR_INVALID_EVENT		0x28
-#endif
-#ifndef NVA_ERR_INVALID_FUNCTION
-#define NVA_ERR_INVALID_FUNCTION	0x2A
-#endif
-#ifndef NVA_ERR_INVALID_OBJECT_PARENT
-#define NVA_ERR_INVALID_OBJECT_PARENT	0x36
-#endif
-#ifndef NVA_ERR_INVALID_OFFSET
-#define NVA_ERR_INVALID_OFFSET		0x37
-#endif
-#ifndef NVA_ERR_INVALID_POINTER
-#define NVA_ERR_INVALID_POINTER		0x3D
-#endif
-#ifndef NVA_ERR_UVM_ADDRESS_IN_USE
-#define NVA_ERR_UVM_ADDRESS_IN_USE	0x68
-#endif
-
 #define NVM_MAX_GPUS		8
 #define NVM_NAME_LEN		64
 #define NVM_UUID_STR_LEN	41	/* "GPU-" + 36 + NUL */
