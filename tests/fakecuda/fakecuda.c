@@ -862,10 +862,10 @@ static void cmd_bench(unsigned long iters)
 		p90[op] = samples[iters * 9 / 10];
 	}
 	free(samples);
-	out("bench: %-12s %12s %12s %12s   (%lu iterations)", "op", "median_ns",
-	    "p10_ns", "p90_ns", iters);
+	out("%-12s %12s %12s %12s   (%lu iterations after %lu warm-up)",
+	    "op", "median_ns", "p10_ns", "p90_ns", iters, warm);
 	for (op = 0; op < OP_COUNT; op++)
-		out("bench: %-12s %12llu %12llu %12llu", bench_names[op],
+		out("%-12s %12llu %12llu %12llu", bench_names[op],
 		    (unsigned long long)med[op], (unsigned long long)p10[op],
 		    (unsigned long long)p90[op]);
 	for (op = 0; op < OP_COUNT; op++)

@@ -574,6 +574,43 @@ static void test_rm_semantics(void)
 		expect_status("RM_ALLOC subdevice 8", r, NVA_ERR_INVALID_CLASS);
 	}
 
+	/*
+	 * NVOS64's second embedded pointer, pRightsRequested: a bad one must
+	 * not crash anything; what RM answers is not documented here.
+	 */
+	{
+		const struct { const char *name; uint64_t p; } ptrs[] = {
+			{ "unmapped", (uintptr_t)unmapped }, { "kernel", KERNEL_PTR },
+			{ "noncanonical", NONCANON_PTR }, { "valid", (uintptr_t)zbuf },
+		};
+		size_t i;
+		char name[96], d[96];
+
+		for (i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++) {
+			struct nva_os64_alloc a = {
+				.h_root = c->h_client, .h_object_parent = c->h_device,
+				.h_object_new = nv_new_handle(),
+				.h_class = NVA_CLASS_MEMORY_LOCAL_USER,
+				.p_alloc_parms = (uintptr_t)gbuf,
+				.p_rights_requested = ptrs[i].p,
+				.params_size = (uint32_t)c->lay.mem_params,
+			};
+
+			memset(gbuf, 0, 256);
+			((struct nva_memory_alloc_params *)gbuf)->size = 1 << 16;
+			memset(zbuf, 0, BUF_SIZE);
+			r = nv_ioctl_raw(c->ctl_fd, NVA_ESC_RM_ALLOC, &a, sizeof(a));
+			r.status = r.err ? 0 : a.status;
+			if (nvres_ok(r))
+				nv_rm_free(c, c->h_client, c->h_device, a.h_object_new);
+			describe(r, d, sizeof(d));
+			snprintf(name, sizeof(name),
+				 "RM_ALLOC NVOS64 pRightsRequested %s (survives)",
+				 ptrs[i].name);
+			result(1, name, "%s", d);
+		}
+	}
+
 	/* [10.11] size 0 */
 	memset(&mp, 0, sizeof(mp));
 	h = nv_new_handle();
@@ -1077,6 +1114,21 @@ static size_t uvm_cmds(struct uvm_cmd *u)
 	return n;
 }
 
+/* UVM commands nv_abi.h names without a parameter struct. */
+static const struct { const char *name; unsigned long cmd; } uvm_other[] = {
+	{ "DEINITIALIZE", NVA_UVM_DEINITIALIZE },
+	{ "RESERVE_VA", NVA_UVM_RESERVE_VA },
+	{ "DESTROY_RANGE_GROUP", NVA_UVM_DESTROY_RANGE_GROUP },
+	{ "REGISTER_CHANNEL", NVA_UVM_REGISTER_CHANNEL },
+	{ "ENABLE_PEER_ACCESS", NVA_UVM_ENABLE_PEER_ACCESS },
+	{ "SET_PREFERRED_LOCATION", NVA_UVM_SET_PREFERRED_LOCATION },
+	{ "DISABLE_READ_DUPLICATION", NVA_UVM_DISABLE_READ_DUPLICATION },
+	{ "MIGRATE", NVA_UVM_MIGRATE },
+	{ "VALIDATE_VA_RANGE", NVA_UVM_VALIDATE_VA_RANGE },
+	{ "ALLOC_DEVICE_P2P", NVA_UVM_ALLOC_DEVICE_P2P },
+};
+#define N_UVM_OTHER (sizeof(uvm_other) / sizeof(uvm_other[0]))
+
 static struct nvres uvm_status_call(int fd, const struct uvm_cmd *u, void *arg)
 {
 	return nv_uvm_call(fd, u->cmd, arg, u->status_off);
@@ -1095,6 +1147,15 @@ static void test_uvm_before_init(void)
 		snprintf(name, sizeof(name), "UVM %s before INITIALIZE", u[i].name);
 		expect_status(name, uvm_status_call(fd, &u[i], zbuf),
 			      NVA_ERR_ILLEGAL_ACTION);
+	}
+	for (i = 0; i < N_UVM_OTHER; i++) {
+		int got;
+
+		memset(zbuf, 0, BUF_SIZE);
+		got = raw(fd, uvm_other[i].cmd, zbuf);
+		snprintf(name, sizeof(name), "UVM %s before INITIALIZE (survives)",
+			 uvm_other[i].name);
+		result(1, name, "%s", got ? strerrorname_np(got) : "returned 0");
 	}
 	{
 		void *p = mmap(NULL, 2 << 20, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -1169,6 +1230,23 @@ static void test_uvm_after_init(void)
 				 ptrs[j].name);
 			expect_errno(name, raw(fd, u[i].cmd,
 					       (void *)(uintptr_t)ptrs[j].p), EFAULT);
+		}
+	}
+
+	/*
+	 * The commands without a struct here: a bad pointer must not be
+	 * taken (-EFAULT where the driver routes them, -EINVAL/-ENOSYS where
+	 * it does not); DEINITIALIZE reads nothing.
+	 */
+	for (i = 1; i < N_UVM_OTHER; i++) {
+		for (j = 0; j < sizeof(ptrs) / sizeof(ptrs[0]); j++) {
+			int got = raw(fd, uvm_other[i].cmd,
+				      (void *)(uintptr_t)ptrs[j].p);
+
+			snprintf(name, sizeof(name), "UVM %s argptr %s",
+				 uvm_other[i].name, ptrs[j].name);
+			result(got == EFAULT || got == EINVAL || got == ENOSYS, name,
+			       "%s", got ? strerrorname_np(got) : "success");
 		}
 	}
 
@@ -1433,12 +1511,16 @@ static void test_uvm_after_init(void)
 			fill_garbage(gbuf, c->size);
 			errs += raw(fd, c->cmd, gbuf) != 0;
 		}
+		for (k = 0; k < iterations * (unsigned long)N_UVM_OTHER; k++) {
+			fill_garbage(gbuf, 4096);
+			errs += raw(fd, uvm_other[k % N_UVM_OTHER].cmd, gbuf) != 0;
+		}
 		for (k = 0; k < iterations; k++) {
 			fill_garbage(gbuf, 4096);
 			errs += raw(fd, k & 1 ? rnd() % 128 : rnd(), gbuf) != 0;
 		}
 		snprintf(name, sizeof(name), "garbage UVM commands x%lu",
-			 iterations * (n + 1));
+			 iterations * (n + N_UVM_OTHER + 1));
 		result(1, name, "%lu errno", errs);
 	}
 	close(fd);
