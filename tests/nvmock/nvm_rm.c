@@ -562,6 +562,7 @@ static int nvm_esc_card_info(struct nvm_file *nvf, void *buf, u32 size)
 /* [10.5] */
 static int nvm_esc_check_version(struct nva_rm_api_version *v)
 {
+	char theirs[NVA_RM_API_VERSION_STRING_LEN + 1];
 	const char *mine = nvm_version;
 	bool ok = false;
 	size_t i;
@@ -587,9 +588,13 @@ static int nvm_esc_check_version(struct nva_rm_api_version *v)
 	}
 	if (ok)
 		return 0;
-	pr_info_ratelimited("API mismatch: the client has version \"%*pE\", this mock is %s\n",
-			    (int)strnlen(v->version_string, sizeof(v->version_string)),
-			    v->version_string, mine);
+	/* the client's string is arbitrary bytes: log a printable copy */
+	for (i = 0; i < sizeof(v->version_string) && v->version_string[i]; i++)
+		theirs[i] = v->version_string[i] >= 0x20 && v->version_string[i] < 0x7f ?
+			    v->version_string[i] : '?';
+	theirs[i] = '\0';
+	pr_info_ratelimited("API mismatch: the client has version \"%s\", this mock is %s\n",
+			    theirs, mine);
 	memset(v->version_string, 0, sizeof(v->version_string));
 	strscpy(v->version_string, mine, sizeof(v->version_string));
 	return -EINVAL;

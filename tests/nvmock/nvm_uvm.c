@@ -15,9 +15,9 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/rbtree.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/vmalloc.h>
 
 #include "nvmock.h"
 
@@ -66,10 +66,11 @@ struct uvm_fd {
 	struct rb_root ranges;
 };
 
-/* One mmap of the fd; split copies of the vma share it. */
+/* One mmap of the fd; copies of the vma share it. */
 struct uvm_vm {
 	struct kref ref;
-	void *buf;
+	struct page **pages;		/* zeroed, charged to the caller's memcg */
+	unsigned long npages;
 	struct uvm_fd *ufd;
 	struct uvm_range *range;	/* NULL once a semaphore pool is freed */
 	bool managed;
@@ -573,6 +574,31 @@ static noinline __noclone long uvm_ioctl(struct file *filp, unsigned int cmd,
 
 /* ---- mmap: managed ranges [7] --------------------------------------------- */
 
+static void uvm_vm_free_pages(struct uvm_vm *vm)
+{
+	unsigned long i;
+
+	/* pages still mapped keep the references the page tables hold */
+	for (i = 0; i < vm->npages; i++)
+		put_page(vm->pages[i]);
+	kvfree(vm->pages);
+}
+
+static int uvm_vm_alloc_pages(struct uvm_vm *vm, unsigned long npages)
+{
+	vm->pages = kvcalloc(npages, sizeof(*vm->pages), GFP_KERNEL_ACCOUNT);
+	if (!vm->pages)
+		return -ENOMEM;
+	for (vm->npages = 0; vm->npages < npages; vm->npages++) {
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		vm->pages[vm->npages] = alloc_page(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT);
+		if (!vm->pages[vm->npages])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static void uvm_vm_release(struct kref *ref)
 {
 	struct uvm_vm *vm = container_of(ref, struct uvm_vm, ref);
@@ -590,7 +616,7 @@ static void uvm_vm_release(struct kref *ref)
 		kfree(r);
 		atomic_dec(&nvm_stat_live_managed);
 	}
-	vfree(vm->buf);
+	uvm_vm_free_pages(vm);
 	kfree(vm);
 }
 
@@ -631,6 +657,7 @@ static int uvm_mmap(struct file *filp, struct vm_area_struct *vma)
 	struct uvm_fd *ufd = filp->private_data;
 	unsigned long len = vma->vm_end - vma->vm_start;
 	struct uvm_range *r, *fresh;
+	unsigned long npages;
 	struct uvm_vm *vm;
 	int ret;
 
@@ -652,12 +679,11 @@ static int uvm_mmap(struct file *filp, struct vm_area_struct *vma)
 		ret = -ENOMEM;
 		goto free;
 	}
-	vm->buf = vmalloc_user(len);
-	if (!vm->buf) {
-		ret = -ENOMEM;
+	ret = uvm_vm_alloc_pages(vm, len >> PAGE_SHIFT);
+	if (ret)
 		goto free;
-	}
-	ret = remap_vmalloc_range(vma, vm->buf, 0);
+	npages = vm->npages;
+	ret = vm_insert_pages(vma, vma->vm_start, vm->pages, &npages);
 	if (ret)
 		goto free;
 	kref_init(&vm->ref);
@@ -685,15 +711,15 @@ static int uvm_mmap(struct file *filp, struct vm_area_struct *vma)
 		goto free;
 	kfree(fresh);
 
-	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP;
+	vma->vm_flags |= VM_MIXEDMAP | VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP;
 	vma->vm_private_data = vm;
 	vma->vm_ops = &uvm_vm_ops;
 	return 0;
 
 free:
-	/* the kernel zaps whatever remap_vmalloc_range() put in the vma */
+	/* the kernel zaps whatever vm_insert_pages() put in the vma */
 	if (vm)
-		vfree(vm->buf);
+		uvm_vm_free_pages(vm);
 	kfree(vm);
 	kfree(fresh);
 	return ret;
