@@ -24,9 +24,9 @@ type Client struct {
 }
 
 const (
-	arenaSize   = 4 * 4096
-	offBody     = 0    // the escape's own struct
-	offParams   = 4096 // what it points to
+	arenaSize   = 2 * offParams
+	offBody     = 0     // the escape's own struct
+	offParams   = 16384 // what it points to; the body may be up to 16 KiB
 	handleBase  = 0xcb000000
 	maxCardInfo = 64 // entries asked for, as tinygrad does
 )

@@ -11,6 +11,7 @@ echo "$out" | grep -q '"driver_version": "535.104.05"' || fail "driver version n
 echo "$out" | grep -q '"memory_total": 3221225472,' || fail "total is not 3 GiB"
 echo "$out" | grep -q '"memory_free": 3221225472' || fail "free is not 3 GiB on an idle card"
 
+: >/tmp/hold.out
 fakecuda alloc 1G hold 30 >/tmp/hold.out 2>&1 &
 pid=$!
 i=0
