@@ -23,6 +23,10 @@ static bool leak;
 module_param(leak, bool, 0444);
 MODULE_PARM_DESC(leak, "allocate and drop a buffer (kmemleak)");
 
+static bool warn;
+module_param(warn, bool, 0444);
+MODULE_PARM_DESC(warn, "WARN at load (any kernel: checks the harness's log check)");
+
 static DEFINE_MUTEX(bugmod_a);
 static DEFINE_MUTEX(bugmod_b);
 
@@ -81,7 +85,10 @@ static int __init bugmod_init(void)
 	if (!ret && leak)
 		ret = plant_leak();
 	if (!ret)
-		pr_info("loaded (uaf=%d lockinv=%d leak=%d)\n", uaf, lockinv, leak);
+		WARN(warn, "cgpu_bugmod: planted warning\n");
+	if (!ret)
+		pr_info("loaded (uaf=%d lockinv=%d leak=%d warn=%d)\n",
+			uaf, lockinv, leak, warn);
 	return ret;
 }
 

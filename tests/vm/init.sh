@@ -38,7 +38,7 @@ setup_failed() {
 mounts() {
 	mount -t proc proc /proc
 	mount -t sysfs sysfs /sys
-	mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
+	grep -q "^[^ ]* /dev " /proc/mounts || mount -t devtmpfs devtmpfs /dev
 	mkdir -p /dev/pts /dev/shm
 	mount -t devpts devpts /dev/pts
 	mount -t tmpfs -o mode=1777 tmpfs /dev/shm
