@@ -5,6 +5,7 @@
  * mounted.  Prints one line per check and "selftest: PASS" or
  * "selftest: FAIL (n)" last; the exit status says the same.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nv_abi.h"
@@ -292,6 +294,7 @@ static void test_uvm(int ctl)
 	unsigned long long managed0 = dbg("managed_ranges");
 	__u8 uuid0[16] = { 0x6e, 0x76, 0x6d, 0x6f, 0x63, 0x6b, 0x40, 0x00, 0x80 };
 	char *p, *q;
+	int status;
 
 	check(u >= 0 && u2 >= 0, "open /dev/nvidia-uvm twice");
 	check(!uvm(u, NVA_UVM_PAGEABLE_MEM_ACCESS, &pma) &&
@@ -378,8 +381,37 @@ static void test_uvm(int ctl)
 	if (q == p)
 		munmap(q, len);
 
+	/* the mapping outlives the fd; partial unmap, mremap refused; fork */
+	p += 4 * MIB;	/* the semaphore pool stays at the old p */
+	q = mmap(p, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, u, (off_t)(uintptr_t)p);
+	check(q == p && dbg("live_managed_ranges") == 1, "second managed mmap");
+	if (q == p) {
+		pid_t pid;
+
+		check(munmap(q + 4096, 4096) && errno == EINVAL, "partial munmap -> EINVAL");
+		check(mprotect(q, 4096, PROT_READ) && errno == EINVAL,
+		      "partial mprotect -> EINVAL");
+		check(mremap(q, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, q + 8 * MIB) ==
+		      MAP_FAILED, "mremap refused");
+		madvise(q, len, MADV_DOFORK);
+		q[5] = 7;
+		pid = fork();
+		if (pid == 0)
+			_exit(q[5] == 7 ? 0 : 1);
+		check(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		      !WEXITSTATUS(status), "a forked child sees the mapping");
+		close(u);
+		u = -1;
+		q[len - 1] = 1;
+		check(dbg("live_managed_ranges") == 1, "mapping outlives its fd (%llu)",
+		      dbg("live_managed_ranges"));
+		munmap(q, len);
+		check(dbg("live_managed_ranges") == 0, "and ends with munmap");
+	}
+
 	close(u2);
-	close(u);
+	if (u >= 0)
+		close(u);
 	rm_free(ctl, client, client);
 }
 
