@@ -8,12 +8,12 @@ expect_idle "at start"
 for g in 0 1; do
 	for form in nvos64 nvos21; do
 		fc 0 -g $g --alloc-form $form init
-		assert_eq $g "$(val gpu '^init: OK')" "gpu index"
-		assert_eq $g "$(val minor '^init: OK')" "minor of GPU $g"
+		assert_eq "$g" "$(val gpu '^init: OK')" "gpu index"
+		assert_eq "$g" "$(val minor '^init: OK')" "minor of GPU $g"
 		assert_eq "0x$((g + 1))00" "$(val gpu_id '^init: OK')" "gpu_id of GPU $g"
 		assert_eq "GPU-6e766d6f-636b-4000-8000-00000000000$g" \
 			"$(val uuid '^init: OK')" "UUID of GPU $g"
-		assert_eq $VERSION "$(val version '^init: OK')" "driver version"
+		assert_eq "$VERSION" "$(val version '^init: OK')" "driver version"
 		case $(val client '^init: OK') in
 		0xc1d0*) ;;
 		*) fail "client handle $(val client '^init: OK') is not driver-generated (0xc1d0....)" ;;

@@ -19,9 +19,9 @@ expect_idle "after fill of GPU 1 exited"
 
 fc 2 fill alloc 64K meminfo free all meminfo
 expect_line "^alloc 64K: CUDA_ERROR_OUT_OF_MEMORY (status 0x51 NV_ERR_NO_MEMORY)$"
-assert_eq $C0 "$(nth_val 1 total '^meminfo:')" "total of a full card"
+assert_eq "$C0" "$(nth_val 1 total '^meminfo:')" "total of a full card"
 assert_eq 0 "$(nth_val 1 free '^meminfo:')" "free of a full card"
-assert_eq $C0 "$(nth_val 2 free '^meminfo:')" "free after free all"
+assert_eq "$C0" "$(nth_val 2 free '^meminfo:')" "free after free all"
 
 fc 2 legacy-alloc 100M legacy-alloc 64K
 expect_line "^legacy-alloc 100M: OK handle=0x[0-9a-f]* size=$C0$"

@@ -23,7 +23,7 @@ expect_idle "after kill -9 on GPU 1"
 
 echo "### normal exit without freeing (fd close)"
 fc 0 alloc 1G alloc 3M meminfo
-assert_eq $((CARD - BYTES)) "$(val free '^meminfo:')" "free while allocated"
+assert_eq "$((CARD - BYTES))" "$(val free '^meminfo:')" "free while allocated"
 expect_idle "after exit without free"
 
 echo "### explicit frees"

@@ -7,9 +7,9 @@
 fc 0 alloc 1G dup last meminfo free 0xcf000004 meminfo free 0xcf000005 meminfo
 expect_line "^alloc 1G: OK handle=0xcf000004 size=$GIB "
 expect_line "^dup 0xcf000004: OK handle=0xcf000005$"
-assert_eq $((CARD - GIB)) "$(nth_val 1 free '^meminfo:')" "free with original + dup"
-assert_eq $((CARD - GIB)) "$(nth_val 2 free '^meminfo:')" "free after freeing the original"
-assert_eq $CARD "$(nth_val 3 free '^meminfo:')" "free after freeing the dup too"
+assert_eq "$((CARD - GIB))" "$(nth_val 1 free '^meminfo:')" "free with original + dup"
+assert_eq "$((CARD - GIB))" "$(nth_val 2 free '^meminfo:')" "free after freeing the original"
+assert_eq "$CARD" "$(nth_val 3 free '^meminfo:')" "free after freeing the dup too"
 expect_idle "after exit"
 
 start_hold alloc 1G dup last dup last

@@ -5,23 +5,23 @@
 . "$(dirname "$0")/helpers.inc"
 
 fc 0 legacy-info
-assert_eq $CARD "$(val total '^legacy-info:')" "INFO total on an idle card"
-assert_eq $CARD "$(val free '^legacy-info:')" "INFO free on an idle card"
+assert_eq "$CARD" "$(val total '^legacy-info:')" "INFO total on an idle card"
+assert_eq "$CARD" "$(val free '^legacy-info:')" "INFO free on an idle card"
 
 fc 0 legacy-alloc 1G legacy-info legacy-alloc 1 legacy-info legacy-free last legacy-info legacy-free last legacy-info
-assert_eq $GIB "$(val size '^legacy-alloc 1G:')" "size of 1 GiB"
+assert_eq "$GIB" "$(val size '^legacy-alloc 1G:')" "size of 1 GiB"
 assert_eq 65536 "$(val size '^legacy-alloc 1:')" "size of 1 B"
-assert_eq $((CARD - GIB)) "$(nth_val 1 free '^legacy-info:')" "INFO free after 1 GiB"
-assert_eq $((CARD - GIB - 65536)) "$(nth_val 2 free '^legacy-info:')" "INFO free after 1 GiB + 64 KiB"
-assert_eq $((CARD - GIB)) "$(nth_val 3 free '^legacy-info:')" "INFO free after freeing 64 KiB"
-assert_eq $CARD "$(nth_val 4 free '^legacy-info:')" "INFO free after freeing both"
+assert_eq "$((CARD - GIB))" "$(nth_val 1 free '^legacy-info:')" "INFO free after 1 GiB"
+assert_eq "$((CARD - GIB - 65536))" "$(nth_val 2 free '^legacy-info:')" "INFO free after 1 GiB + 64 KiB"
+assert_eq "$((CARD - GIB))" "$(nth_val 3 free '^legacy-info:')" "INFO free after freeing 64 KiB"
+assert_eq "$CARD" "$(nth_val 4 free '^legacy-info:')" "INFO free after freeing both"
 assert_eq 2 "$(echo "$out" | grep -c '^legacy-free 0x[0-9a-f]*: OK$')" "legacy-free OK lines"
 expect_idle "after exit"
 
 # INFO and FB_GET_INFO_V2 agree.
 fc 0 legacy-alloc 3M alloc 5M legacy-info meminfo
 assert_eq "$(val free '^meminfo:')" "$(val free '^legacy-info:')" "INFO free vs FB_GET_INFO_V2 free"
-assert_eq $((CARD - 4 * MIB - 6 * MIB)) "$(val free '^meminfo:')" "free after 3 MiB (->4) and 5 MiB (->6)"
+assert_eq "$((CARD - 4 * MIB - 6 * MIB))" "$(val free '^meminfo:')" "free after 3 MiB (->4) and 5 MiB (->6)"
 
 start_hold legacy-alloc 1G
 expect_counters "holding a VID_HEAP allocation" 1 0 $GIB 1

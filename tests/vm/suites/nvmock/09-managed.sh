@@ -10,18 +10,18 @@ assert_eq 0 "$(nvmock_counter live_managed_ranges)" "live managed ranges at star
 
 fc 0 managed 2M
 expect_line "^managed 2M: OK addr=0x[0-9a-f]* pages=512$"
-assert_eq $((m0 + 1)) "$(nvmock_counter managed_ranges)" "managed_ranges after one managed mmap"
+assert_eq "$((m0 + 1))" "$(nvmock_counter managed_ranges)" "managed_ranges after one managed mmap"
 assert_eq 0 "$(nvmock_counter live_managed_ranges)" "live managed ranges after exit"
 
 fc 0 sempool 2M
 expect_line "^sempool 2M: OK addr=0x"
-assert_eq $((m0 + 1)) "$(nvmock_counter managed_ranges)" "managed_ranges after a semaphore pool"
+assert_eq "$((m0 + 1))" "$(nvmock_counter managed_ranges)" "managed_ranges after a semaphore pool"
 
 fc 0 sempool 2M managed 2M sempool 4M managed 64K
-assert_eq $((m0 + 3)) "$(nvmock_counter managed_ranges)" "managed_ranges after 2 more managed, 2 pools"
+assert_eq "$((m0 + 3))" "$(nvmock_counter managed_ranges)" "managed_ranges after 2 more managed, 2 pools"
 
 start_hold managed 4M managed 2M sempool 2M
-assert_eq $((m0 + 5)) "$(nvmock_counter managed_ranges)" "managed_ranges while holding"
+assert_eq "$((m0 + 5))" "$(nvmock_counter managed_ranges)" "managed_ranges while holding"
 assert_eq 2 "$(nvmock_counter live_managed_ranges)" "live managed ranges while holding"
 expect_counters "managed memory is not frame buffer" 1 0 0 0
 stop_hold

@@ -15,6 +15,7 @@ expect_idle "after 4 children exited"
 
 start_hold -n 4 children 4 alloc 256M alloc 3M
 expect_counters "4 children holding" 4 0 $((4 * EACH)) 8
+# shellcheck disable=SC2013  # one pid per line, words are fine
 for pid in $(sed -n 's/^child[0-9]*: holding pid=\([0-9]*\)$/\1/p' "$hold_out"); do
 	kill -9 "$pid"
 done

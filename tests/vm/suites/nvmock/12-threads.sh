@@ -7,7 +7,7 @@
 
 fc 0 threads 8 64M 4 meminfo
 expect_line "^threads 8 64M 4: ok=32 oom=0 errors=0 bytes=$((2 * GIB))$"
-assert_eq $((CARD - 2 * GIB)) "$(val free '^meminfo:')" "free after 32 x 64 MiB"
+assert_eq "$((CARD - 2 * GIB))" "$(val free '^meminfo:')" "free after 32 x 64 MiB"
 expect_idle "after exit"
 
 start_hold threads 8 64M 4
@@ -20,7 +20,7 @@ fc 2 threads 8 64M 4 meminfo free all meminfo
 expect_line "^threads 8 64M 4: ok=16 oom=16 errors=0 bytes=$GIB$"
 assert_eq 0 "$(nth_val 1 free '^meminfo:')" "free of the full 1 GiB card"
 expect_line "^free all: OK freed=16$"
-assert_eq $GIB "$(nth_val 2 free '^meminfo:')" "free after free all"
+assert_eq "$GIB" "$(nth_val 2 free '^meminfo:')" "free after free all"
 # 3 MiB rounds to 4 MiB: 256 fit in 1 GiB, 64 of 320 are refused.
 fc 2 threads 16 3M 20
 expect_line "^threads 16 3M 20: ok=256 oom=64 errors=0 bytes=$GIB$"

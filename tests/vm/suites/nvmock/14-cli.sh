@@ -20,7 +20,7 @@ expect_idle "after usage errors"
 fc 0 alloc 65536 alloc 0x10000 alloc 64K alloc 64KiB alloc 1M alloc 1G
 assert_eq 4 "$(echo "$out" | grep -c '^alloc [^ ]*: OK handle=0x[0-9a-f]* size=65536 ')" "64 KiB spelt four ways"
 assert_eq 1048576 "$(val size '^alloc 1M:')" "1M"
-assert_eq $GIB "$(val size '^alloc 1G:')" "1G"
+assert_eq "$GIB" "$(val size '^alloc 1G:')" "1G"
 
 # size 0 is the driver's to refuse [10.11]; exit 2 sticks after later OKs
 fc 2 alloc 0 alloc 1M
