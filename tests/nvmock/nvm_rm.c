@@ -80,13 +80,6 @@ struct nvm_client {
 	u32 next_handle;
 };
 
-static bool nvm_is_memory(u32 cls)
-{
-	return cls == NVA_CLASS_MEMORY_LOCAL_USER ||
-	       cls == NVA_CLASS_MEMORY_SYSTEM ||
-	       cls == NVA_CLASS_MEMORY_VIRTUAL;
-}
-
 static bool nvm_is_device(const struct nvm_obj *obj)
 {
 	return obj->cls == NVA_CLASS_DEVICE || obj->cls == NVA_CLASS_SUBDEVICE;
@@ -374,7 +367,8 @@ static bool nvm_class_known(u32 cls)
  * parameters are updated in place.
  */
 static u32 nvm_alloc_locked(struct nvm_file *nvf, u32 h_root, u32 h_parent,
-			    u32 *h_new, u32 cls, void *params)
+			    u32 *h_new, u32 cls, void *params,
+			    struct nvm_mem **out_mem)
 {
 	struct nvm_client *c;
 	struct nvm_obj *parent, *obj, *sib;
@@ -438,6 +432,8 @@ static u32 nvm_alloc_locked(struct nvm_file *nvf, u32 h_root, u32 h_parent,
 		obj->gpu = id;
 	obj->sub_id = id;
 	obj->mem = mem;
+	if (out_mem)
+		*out_mem = mem;
 	return NVA_OK;
 }
 
@@ -462,11 +458,23 @@ static u32 nvm_free_locked(struct nvm_file *nvf, u32 h_root, u32 h_old)
 	return NVA_OK;	/* unknown object: NV_OK (RS_COMPATABILITY_MODE) */
 }
 
-/* Frees the object again after a failed copy-out; it may be gone already. */
-static void nvm_free_quietly(struct nvm_file *nvf, u32 h_root, u32 h_obj)
+/*
+ * Frees a memory object again after its parameters could not be copied out,
+ * unless another thread of the fd already freed it (and maybe reused the
+ * handle): it goes only if it still holds the same allocation.
+ */
+static void nvm_free_quietly(struct nvm_file *nvf, u32 h_root, u32 h_obj,
+			     const struct nvm_mem *mem)
 {
+	struct nvm_client *c;
+	struct nvm_obj *obj;
+
 	mutex_lock(&nvm_rm_lock);
-	nvm_free_locked(nvf, h_root, h_obj);
+	if (!nvm_client_get(nvf, h_root, &c)) {
+		obj = nvm_obj_find(c, h_obj);
+		if (obj && obj->mem == mem)
+			nvm_obj_free(obj);
+	}
 	mutex_unlock(&nvm_rm_lock);
 }
 
@@ -712,6 +720,7 @@ static int nvm_esc_rm_alloc(struct nvm_file *nvf, void *buf, u32 size)
 		struct nva_subdevice_alloc_params sub;
 		struct nva_memory_alloc_params mem;
 	} params;
+	struct nvm_mem *mem = NULL;
 	void __user *uparams;
 	size_t psize;
 
@@ -748,11 +757,10 @@ static int nvm_esc_rm_alloc(struct nvm_file *nvf, void *buf, u32 size)
 	}
 	mutex_lock(&nvm_rm_lock);
 	st = nvm_alloc_locked(nvf, h_root, h_parent, &h_new, cls,
-			      psize && uparams ? &params : NULL);
+			      psize && uparams ? &params : NULL, &mem);
 	mutex_unlock(&nvm_rm_lock);
-	if (st == NVA_OK && nvm_is_memory(cls) &&
-	    copy_to_user(uparams, &params, psize)) {
-		nvm_free_quietly(nvf, h_root, h_new);
+	if (st == NVA_OK && mem && copy_to_user(uparams, &params, psize)) {
+		nvm_free_quietly(nvf, h_root, h_new, mem);
 		st = NVA_ERR_INVALID_POINTER;
 	}
 out:
@@ -1021,7 +1029,8 @@ static void nvm_vidheap_alloc(struct nvm_file *nvf, struct nva_os32_vidheap *p)
 		cls = NVA_CLASS_MEMORY_SYSTEM;
 
 	mutex_lock(&nvm_rm_lock);
-	p->status = nvm_alloc_locked(nvf, p->h_root, p->h_object_parent, &h, cls, &mp);
+	p->status = nvm_alloc_locked(nvf, p->h_root, p->h_object_parent, &h, cls,
+				     &mp, NULL);
 	mutex_unlock(&nvm_rm_lock);
 	if (p->status)
 		return;
