@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Hooks on the NVIDIA driver's entry points.
+ *
+ * Why ftrace with IPMODIFY (the mechanism livepatch uses) rather than a
+ * proxy device or a swapped file_operations:
+ *  - the files user space opens stay the driver's own: f_op is still
+ *    &nvidia_fops / &uvm_fops, the inode is still 195:N or nvidia-uvm's,
+ *    so every check the driver makes on fds handed to it (REGISTER_FD,
+ *    RM_MAP_MEMORY, UVM_MM_INITIALIZE, nv_match_dev_state, uvm_fops
+ *    identity; nvidia-abi.md 8) keeps passing;
+ *  - uvm_fops is const and the entry points are static, so there is
+ *    nothing to patch but the code itself; ftrace patches the fentry call
+ *    every function already has, resolved by name at run time;
+ *  - a kprobe would work too, but cannot replace a function: its handler
+ *    runs before the original and would have to emulate it to refuse.
+ *
+ * The ftrace callback sends the call to our wrapper, which calls the
+ * original just past its fentry call (so ftrace does not see it again) and
+ * inspects or refuses around it.  Symbols are resolved with a disabled
+ * kprobe ("module:symbol"; kallsyms_lookup_name is not exported) and each
+ * address is checked to be that symbol's first byte in the target module.
+ * Hooks go in when a target module comes (module notifier, or at our load
+ * when it is already there) and come out when it goes.
+ *
+ * Unloading: a call already redirected may still be inside a wrapper.  The
+ * callback counts it (per-CPU, with preemption off) before redirecting and
+ * the wrapper uncounts it on return; exit removes the hooks, waits for the
+ * count to drain and then for an RCU-tasks grace period, which covers a
+ * task preempted between the uncount and its return.
+ */
+#define pr_fmt(fmt) "cgpu: " fmt
+
+#include <linux/delay.h>
+#include <linux/ftrace.h>
+#include <linux/kallsyms.h>
+#include <linux/kprobes.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/mutex.h>
+#include <linux/rcupdate_wait.h>
+#include <linux/seq_file.h>
+#include <linux/string.h>
+
+#include "cgpu_priv.h"
+
+static char *nv_modules = "nvidia,nvmock";
+module_param(nv_modules, charp, 0444);
+MODULE_PARM_DESC(nv_modules, "modules providing the nvidia.ko entry points (comma separated)");
+static char *uvm_modules = "nvidia_uvm,nvmock";
+module_param(uvm_modules, charp, 0444);
+MODULE_PARM_DESC(uvm_modules, "modules providing the nvidia-uvm.ko entry points (comma separated)");
+static char *nv_ioctl_sym = "nvidia_unlocked_ioctl";
+module_param(nv_ioctl_sym, charp, 0444);
+MODULE_PARM_DESC(nv_ioctl_sym, "nvidia.ko ioctl entry point (also its compat_ioctl)");
+static char *nv_close_sym = "nvidia_close";
+module_param(nv_close_sym, charp, 0444);
+MODULE_PARM_DESC(nv_close_sym, "nvidia.ko release entry point");
+static char *uvm_ioctl_sym = "uvm_unlocked_ioctl_entry";
+module_param(uvm_ioctl_sym, charp, 0444);
+MODULE_PARM_DESC(uvm_ioctl_sym, "nvidia-uvm.ko ioctl entry point");
+static char *uvm_mmap_sym = "uvm_mmap_entry";
+module_param(uvm_mmap_sym, charp, 0444);
+MODULE_PARM_DESC(uvm_mmap_sym, "nvidia-uvm.ko mmap entry point");
+static char *uvm_release_sym = "uvm_release_entry";
+module_param(uvm_release_sym, charp, 0444);
+MODULE_PARM_DESC(uvm_release_sym, "nvidia-uvm.ko release entry point");
+
+DEFINE_PER_CPU(long, cgpu_inflight);
+
+struct cgpu_hook {
+	char **sym;		/* module parameter */
+	void *wrapper;
+	void **orig;		/* where the wrapper finds the original */
+	struct ftrace_ops ops;
+	unsigned long addr;
+	bool on;
+};
+
+struct cgpu_target {
+	const char *what;
+	char **modules;		/* module parameter */
+	struct cgpu_hook *hooks;
+	unsigned int nr_hooks;
+	char modname[MODULE_NAME_LEN];	/* where the hooks are, or "" */
+};
+
+/* ---- wrappers: what the redirected calls run ------------------------- */
+
+static long cgpu_hook_nv_ioctl(struct file *f, unsigned int cmd,
+			       unsigned long arg)
+{
+	long ret = cgpu_nv_ioctl(f, cmd, arg);
+
+	cgpu_hook_exit();
+	return ret;
+}
+
+static int cgpu_hook_nv_close(struct inode *inode, struct file *f)
+{
+	int ret = cgpu_nv_close(inode, f);
+
+	cgpu_hook_exit();
+	return ret;
+}
+
+static long cgpu_hook_uvm_ioctl(struct file *f, unsigned int cmd,
+				unsigned long arg)
+{
+	long ret = cgpu_uvm_ioctl(f, cmd, arg);
+
+	cgpu_hook_exit();
+	return ret;
+}
+
+static int cgpu_hook_uvm_mmap(struct file *f, struct vm_area_struct *vma)
+{
+	int ret = cgpu_uvm_mmap(f, vma);
+
+	cgpu_hook_exit();
+	return ret;
+}
+
+static int cgpu_hook_uvm_release(struct inode *inode, struct file *f)
+{
+	int ret = cgpu_uvm_release(inode, f);
+
+	cgpu_hook_exit();
+	return ret;
+}
+
+static struct cgpu_hook cgpu_nv_hooks[] = {
+	{ &nv_ioctl_sym, cgpu_hook_nv_ioctl, (void **)&cgpu_orig_nv_ioctl },
+	{ &nv_close_sym, cgpu_hook_nv_close, (void **)&cgpu_orig_nv_close },
+};
+
+static struct cgpu_hook cgpu_uvm_hooks[] = {
+	{ &uvm_ioctl_sym, cgpu_hook_uvm_ioctl, (void **)&cgpu_orig_uvm_ioctl },
+	{ &uvm_mmap_sym, cgpu_hook_uvm_mmap, (void **)&cgpu_orig_uvm_mmap },
+	{ &uvm_release_sym, cgpu_hook_uvm_release, (void **)&cgpu_orig_uvm_release },
+};
+
+static struct cgpu_target cgpu_targets[] = {
+	{ "nvidia", &nv_modules, cgpu_nv_hooks, ARRAY_SIZE(cgpu_nv_hooks) },
+	{ "nvidia-uvm", &uvm_modules, cgpu_uvm_hooks, ARRAY_SIZE(cgpu_uvm_hooks) },
+};
+
+/* Serialises installing and removing hooks (our load, notifier, unload). */
+static DEFINE_MUTEX(cgpu_hook_lock);
+
+static void notrace cgpu_ftrace_cb(unsigned long ip, unsigned long parent_ip,
+				   struct ftrace_ops *ops,
+				   struct ftrace_regs *fregs)
+{
+	struct cgpu_hook *h = container_of(ops, struct cgpu_hook, ops);
+
+	/* Our own call of the original at its entry (IBT kernels only). */
+	if (within_module(parent_ip, THIS_MODULE))
+		return;
+	/* Preemption is off here (FTRACE_OPS_FL_RECURSION). */
+	this_cpu_inc(cgpu_inflight);
+	ftrace_instruction_pointer_set(fregs, (unsigned long)h->wrapper);
+}
+
+/*
+ * Where symbol sym of module modname starts.  The kprobe is registered
+ * disabled: it only resolves the name, nothing is patched.
+ */
+static int cgpu_resolve(const char *modname, const char *sym,
+			unsigned long *addr, unsigned long *start)
+{
+	char name[MODULE_NAME_LEN + KSYM_NAME_LEN + 2];
+	char buf[KSYM_SYMBOL_LEN], want[KSYM_NAME_LEN + 2];
+	struct kprobe kp = { .flags = KPROBE_FLAG_DISABLED };
+	unsigned long off;
+	bool ftrace_site;
+	size_t len;
+	char *p;
+	int err;
+
+	if (snprintf(name, sizeof(name), "%s:%s", modname, sym) >= sizeof(name))
+		return -ENAMETOOLONG;
+	kp.symbol_name = name;
+	err = register_kprobe(&kp);
+	if (err)
+		return err;
+	*addr = (unsigned long)kp.addr;
+	ftrace_site = kp.flags & KPROBE_FLAG_FTRACE;
+	unregister_kprobe(&kp);
+	if (!ftrace_site) {
+		pr_err("%s:%s is not an ftrace site\n", modname, sym);
+		return -EOPNOTSUPP;
+	}
+	/* "sym+0x0/0x40 [module]": that symbol, in that module. */
+	sprint_symbol(buf, *addr);
+	snprintf(want, sizeof(want), "%s+", sym);
+	len = strlen(buf);
+	p = strrchr(buf, '[');
+	if (strncmp(buf, want, strlen(want)) || !p || len < 2 ||
+	    buf[len - 1] != ']' || strncmp(p + 1, modname, strlen(modname)) ||
+	    p + 1 + strlen(modname) != buf + len - 1 ||
+	    sscanf(buf + strlen(want), "0x%lx/", &off) != 1 || off > 16) {
+		pr_err("%s:%s resolved to %s, not the target\n", modname, sym, buf);
+		return -ENOENT;
+	}
+	*start = *addr - off;
+	return 0;
+}
+
+static int cgpu_hook_install(struct cgpu_hook *h, const char *modname)
+{
+	unsigned long addr, start;
+	int err;
+
+	err = cgpu_resolve(modname, *h->sym, &addr, &start);
+	if (err)
+		return err;
+	/*
+	 * Call the original past its fentry, so the call is not traced
+	 * again.  With IBT an indirect call must land on the ENDBR at the
+	 * symbol's start; the callback then sees our module as the caller
+	 * and lets it through.
+	 */
+	if (IS_ENABLED(CONFIG_X86_KERNEL_IBT))
+		*h->orig = (void *)start;
+	else
+		*h->orig = (void *)(addr + MCOUNT_INSN_SIZE);
+
+	memset(&h->ops, 0, sizeof(h->ops));
+	h->ops.func = cgpu_ftrace_cb;
+	/*
+	 * PERMANENT: sysctl ftrace_enabled=0 must not switch enforcement off
+	 * behind our back (registration fails instead while it is 0).
+	 */
+	h->ops.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY |
+		       FTRACE_OPS_FL_RECURSION | FTRACE_OPS_FL_PERMANENT;
+	err = ftrace_set_filter_ip(&h->ops, addr, 0, 0);
+	if (err)
+		return err;
+	err = register_ftrace_function(&h->ops);
+	if (err) {
+		ftrace_free_filter(&h->ops);
+		return err;
+	}
+	h->addr = addr;
+	h->on = true;
+	return 0;
+}
+
+static void cgpu_hook_remove(struct cgpu_hook *h)
+{
+	if (!h->on)
+		return;
+	/* Waits for RCU-tasks: no task is left in the trampoline after. */
+	WARN_ON(unregister_ftrace_function(&h->ops));
+	ftrace_free_filter(&h->ops);
+	h->on = false;
+}
+
+static void cgpu_target_remove(struct cgpu_target *t)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&cgpu_hook_lock);
+	if (!t->modname[0])
+		return;
+	for (i = 0; i < t->nr_hooks; i++)
+		cgpu_hook_remove(&t->hooks[i]);
+	pr_info("%s hooks removed from %s\n", t->what, t->modname);
+	t->modname[0] = '\0';
+}
+
+/* All of a target's hooks or none. */
+static int cgpu_target_install(struct cgpu_target *t, const char *modname)
+{
+	unsigned int i;
+	int err = 0;
+
+	lockdep_assert_held(&cgpu_hook_lock);
+	for (i = 0; i < t->nr_hooks && !err; i++)
+		err = cgpu_hook_install(&t->hooks[i], modname);
+	if (err) {
+		while (i--)
+			cgpu_hook_remove(&t->hooks[i]);
+		pr_err("cannot hook %s in %s (%d): its calls are not limited\n",
+		       t->what, modname, err);
+		return err;
+	}
+	strscpy(t->modname, modname, sizeof(t->modname));
+	pr_info("%s hooks installed in %s\n", t->what, modname);
+	return 0;
+}
+
+/* Is name one of the comma-separated list? */
+static bool cgpu_name_listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	while (p && *p) {
+		if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0'))
+			return true;
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+static int cgpu_module_notify(struct notifier_block *nb, unsigned long action,
+			      void *data)
+{
+	struct module *mod = data;
+	struct cgpu_target *t;
+
+	mutex_lock(&cgpu_hook_lock);
+	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++) {
+		switch (action) {
+		case MODULE_STATE_COMING:
+			/*
+			 * Before the module's init runs, so no call made
+			 * through its devices escapes us.
+			 */
+		case MODULE_STATE_LIVE:
+			if (!t->modname[0] && cgpu_name_listed(*t->modules, mod->name))
+				cgpu_target_install(t, mod->name);
+			break;
+		case MODULE_STATE_GOING:
+			if (!strcmp(t->modname, mod->name))
+				cgpu_target_remove(t);
+			break;
+		}
+	}
+	mutex_unlock(&cgpu_hook_lock);
+	return NOTIFY_OK;
+}
+
+static struct notifier_block cgpu_module_nb = {
+	.notifier_call = cgpu_module_notify,
+};
+
+void cgpu_hooks_show(struct seq_file *m)
+{
+	struct cgpu_target *t;
+
+	mutex_lock(&cgpu_hook_lock);
+	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++)
+		seq_printf(m, "%s: %s\n", t->what,
+			   t->modname[0] ? t->modname : "-");
+	mutex_unlock(&cgpu_hook_lock);
+}
+
+int cgpu_hooks_init(void)
+{
+	char name[MODULE_NAME_LEN];
+	struct cgpu_target *t;
+	const char *p, *end;
+	unsigned long addr, start;
+	int err;
+
+	err = register_module_notifier(&cgpu_module_nb);
+	if (err)
+		return err;
+	/*
+	 * Targets already loaded.  The notifier is in place first, so a target
+	 * going away meanwhile is removed again by it (it waits for our lock).
+	 */
+	mutex_lock(&cgpu_hook_lock);
+	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++) {
+		for (p = *t->modules; p && *p && !t->modname[0]; p = end) {
+			end = strchrnul(p, ',');
+			if (end - p > 0 && end - p < sizeof(name)) {
+				memcpy(name, p, end - p);
+				name[end - p] = '\0';
+				/* present, and has the first symbol? */
+				if (!cgpu_resolve(name, *t->hooks[0].sym, &addr, &start))
+					cgpu_target_install(t, name);
+			}
+			if (*end)
+				end++;
+		}
+	}
+	mutex_unlock(&cgpu_hook_lock);
+	return 0;
+}
+
+void cgpu_hooks_exit(void)
+{
+	struct cgpu_target *t;
+	long inflight;
+	int cpu;
+
+	unregister_module_notifier(&cgpu_module_nb);
+	mutex_lock(&cgpu_hook_lock);
+	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++)
+		cgpu_target_remove(t);
+	mutex_unlock(&cgpu_hook_lock);
+	/* Tasks between the trampoline and our count are past it now. */
+	synchronize_rcu_tasks();
+	for (;;) {
+		inflight = 0;
+		for_each_possible_cpu(cpu)
+			inflight += per_cpu(cgpu_inflight, cpu);
+		if (!inflight)
+			break;
+		msleep(20);
+	}
+	/* And those preempted between the uncount and their return. */
+	synchronize_rcu_tasks();
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cgpu.ko internals shared between its files.
+ *
+ * Lock order, outermost first (nothing here is ever held while calling into
+ * the NVIDIA driver or touching user memory, so the driver's own locks and
+ * mmap_lock never nest inside ours, except where noted):
+ *   cgpu_ctl_lock (mutex)    instances, GPUs, attachments, procfs entries
+ *   cgpu_track_lock (mutex)  RM clients and objects seen by the hooks
+ *   inst->lock (spinlock)    an instance's counters and process list
+ *   cgpu_pool_lock (spinlock) UVM semaphore pools; taken under mmap_lock
+ *                            by the mmap hook, so it nests inside it
+ * Readers of the attachment table use RCU only.
+ */
+#ifndef CGPU_PRIV_H
+#define CGPU_PRIV_H
+
+#include <linux/fs.h>
+#include <linux/mm_types.h>
+#include <linux/jump_label.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/rcupdate.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+
+#include "include/uapi/cgpu.h"
+
+#define CGPU_VERSION	"1.0.0"
+#define CGPU_NO_GPU	0xffffu
+
+/* An instance: a memory limit on one GPU, bound to cgroups. */
+struct cgpu_inst {
+	struct kref ref;
+	u64 id;
+	char name[CGPU_NAME_LEN];
+	u32 gpu;
+	u32 weight;		/* under cgpu_ctl_lock */
+
+	spinlock_t lock;	/* protects the counters and procs below */
+	u64 limit;
+	u64 used;
+	u64 reserved;		/* admitted, not yet answered by the driver */
+	u64 peak;
+	u64 allocs;
+	u64 live_allocs;
+	u64 refused;
+	u64 refused_managed;
+	struct list_head procs;	/* struct cgpu_proc */
+	u32 nr_procs;
+
+	/* under cgpu_ctl_lock */
+	struct list_head attaches;
+	u32 nr_attaches;
+	bool dead;
+	struct proc_dir_entry *pde;
+	struct rcu_head rcu;
+};
+
+/* Per-GPU settings, made when the first instance on the GPU is. */
+struct cgpu_gpu {
+	u32 minor;
+	u32 max_inst;		/* under cgpu_ctl_lock */
+	u32 nr_inst;
+	u32 weight_sum;
+	struct proc_dir_entry *pde;
+};
+
+/* Memory one process holds in one instance (for meminfo and stats). */
+struct cgpu_proc {
+	struct list_head node;
+	struct cgpu_inst *inst;	/* holds a reference */
+	pid_t tgid;
+	u32 nr;			/* charges pointing here */
+	u64 bytes;
+};
+
+/* One allocation's charge; RM handles (the original and dups) share it. */
+struct cgpu_charge {
+	u64 size;
+	struct cgpu_proc *proc;
+	u32 refs;		/* under cgpu_track_lock */
+};
+
+/* cgpu_main.c */
+extern unsigned int cgpu_max_inst;
+DECLARE_STATIC_KEY_FALSE(cgpu_attached_key);
+DECLARE_PER_CPU(long, cgpu_inflight);
+extern atomic_t cgpu_nr_clients;
+
+static inline void cgpu_hook_exit(void)
+{
+	this_cpu_dec(cgpu_inflight);
+}
+
+/* cgpu_inst.c */
+extern struct mutex cgpu_ctl_lock;
+int cgpu_inst_create(const struct cgpu_create *req, u64 *id);
+int cgpu_inst_destroy(u64 id, bool force);
+int cgpu_inst_attach(u64 id, u64 cgid);
+int cgpu_inst_detach(u64 id, u64 cgid);
+int cgpu_inst_set(u64 id, u32 flags, u64 limit, u32 weight);
+int cgpu_inst_stats(struct cgpu_stats *st);
+int cgpu_inst_list(u64 *ids, u32 cap, u32 *count);
+u32 cgpu_inst_count(void);
+void cgpu_inst_put(struct cgpu_inst *inst);
+struct cgpu_inst *cgpu_current_inst(u32 gpu);
+bool cgpu_current_attached(void);
+int cgpu_inst_reserve(struct cgpu_inst *inst, u64 size);
+void cgpu_inst_unreserve(struct cgpu_inst *inst, u64 size);
+void cgpu_inst_count_refused(struct cgpu_inst *inst);
+void cgpu_inst_count_managed(struct cgpu_inst *inst);
+void cgpu_inst_view(struct cgpu_inst *inst, u64 *limit, u64 *used);
+int cgpu_gpu_set_max_inst(struct cgpu_gpu *g, u32 max);
+void cgpu_gpu_read(struct cgpu_gpu *g, u32 *max, u32 *nr, u32 *weight_sum);
+void cgpu_inst_exit(void);
+
+/* cgpu_track.c */
+struct cgpu_obj;
+struct cgpu_obj *cgpu_obj_alloc(void);
+void cgpu_obj_release(struct cgpu_obj *o);
+struct cgpu_charge *cgpu_charge_alloc(void);
+void cgpu_charge_release(struct cgpu_charge *ch);
+int cgpu_track_mem(struct file *file, u32 h_client, u32 h_parent, u32 h_mem,
+		   struct cgpu_inst *inst, struct cgpu_obj *o,
+		   struct cgpu_charge *ch, u64 reserved, u64 actual);
+int cgpu_track_dup(struct file *file, u32 h_client, u32 h_parent, u32 h_new,
+		   u32 h_client_src, u32 h_src, struct cgpu_obj *o);
+bool cgpu_track_is_mem(u32 h_client, u32 h);
+void cgpu_track_object(struct file *file, u32 h_client, u32 h_parent,
+		       u32 h_new, u32 cls, u32 device_id);
+u32 cgpu_track_gpu_of(u32 h_client, u32 h);
+void cgpu_track_free(u32 h_client, u32 h);
+void cgpu_track_file_closed(struct file *file);
+int cgpu_track_init(void);
+void cgpu_track_exit(void);
+
+/* cgpu_nv.c: the nvidia.ko entry points and what they mean */
+long cgpu_nv_ioctl(struct file *f, unsigned int cmd, unsigned long arg);
+int cgpu_nv_close(struct inode *inode, struct file *f);
+extern long (*cgpu_orig_nv_ioctl)(struct file *f, unsigned int cmd,
+				  unsigned long arg);
+extern int (*cgpu_orig_nv_close)(struct inode *inode, struct file *f);
+void cgpu_nv_learn_version(const char *s, size_t len);
+u32 cgpu_nv_minor_of_device(u32 device_id);
+extern bool cgpu_uvm_new_layout;
+
+/* cgpu_uvm.c: the nvidia-uvm.ko entry points */
+long cgpu_uvm_ioctl(struct file *f, unsigned int cmd, unsigned long arg);
+int cgpu_uvm_mmap(struct file *f, struct vm_area_struct *vma);
+int cgpu_uvm_release(struct inode *inode, struct file *f);
+extern long (*cgpu_orig_uvm_ioctl)(struct file *f, unsigned int cmd,
+				   unsigned long arg);
+extern int (*cgpu_orig_uvm_mmap)(struct file *f, struct vm_area_struct *vma);
+extern int (*cgpu_orig_uvm_release)(struct inode *inode, struct file *f);
+void cgpu_uvm_exit(void);
+
+/* cgpu_hook.c */
+struct seq_file;
+int cgpu_hooks_init(void);
+void cgpu_hooks_show(struct seq_file *m);
+void cgpu_hooks_exit(void);
+
+/* cgpu_ctl.c */
+int cgpu_ctl_init(void);
+void cgpu_ctl_exit(void);
+
+/* cgpu_proc.c */
+int cgpu_proc_init(void);
+void cgpu_proc_exit(void);
+struct proc_dir_entry *cgpu_proc_gpu_add(struct cgpu_gpu *g);
+struct proc_dir_entry *cgpu_proc_inst_add(struct cgpu_inst *inst,
+					  struct proc_dir_entry *parent);
+
+#endif /* CGPU_PRIV_H */
