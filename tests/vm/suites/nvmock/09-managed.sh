@@ -26,4 +26,12 @@ assert_eq 2 "$(nvmock_counter live_managed_ranges)" "live managed ranges while h
 expect_counters "managed memory is not frame buffer" 1 0 0 0
 stop_hold
 assert_eq 0 "$(nvmock_counter live_managed_ranges)" "live managed ranges after kill -9"
+
+# fork with a managed range, a semaphore pool and an external mapping in
+# the parent: the children inherit the vmas, make their own contexts.
+m1=$(nvmock_counter managed_ranges)
+fc 0 managed 2M sempool 2M alloc 1M children 2 managed 2M alloc 1M
+expect_line "^children 2: ok=2 cuda_errors=0 failed=0$"
+assert_eq $((m1 + 3)) "$(nvmock_counter managed_ranges)" "managed_ranges after parent + 2 children"
+assert_eq 0 "$(nvmock_counter live_managed_ranges)" "live managed ranges after the fork test"
 expect_idle "at the end"

@@ -15,6 +15,15 @@ expect_counters "holding 32 x 64 MiB from 8 threads" 1 0 $((2 * GIB)) 32
 stop_hold
 expect_idle "after kill -9"
 
+# kill -9 while 8 threads are inside the driver
+fakecuda -q threads 8 1M 400 >/tmp/threads.out 2>&1 &
+pid=$!
+sleep 1
+kill -9 $pid
+wait $pid 2>/dev/null
+cat /tmp/threads.out
+expect_idle "after kill -9 of 8 allocating threads"
+
 reload_nvmock mem_mib=1024
 fc 2 threads 8 64M 4 meminfo free all meminfo
 expect_line "^threads 8 64M 4: ok=16 oom=16 errors=0 bytes=$GIB$"
