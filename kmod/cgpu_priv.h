@@ -134,6 +134,13 @@ void cgpu_track_object(struct file *file, u32 h_client, u32 h_parent,
 u32 cgpu_track_gpu_of(u32 h_client, u32 h);
 void cgpu_track_free(u32 h_client, u32 h);
 void cgpu_track_file_closed(struct file *file);
+struct cgpu_umap;
+struct cgpu_umap *cgpu_umap_alloc(void);
+void cgpu_umap_release(struct cgpu_umap *m);
+bool cgpu_track_uvm_map(struct file *file, u64 base, u32 h_client, u32 h_mem,
+			struct cgpu_umap *m);
+void cgpu_track_uvm_unmap(struct file *file, bool all, u64 base);
+extern atomic_t cgpu_nr_umaps;
 int cgpu_track_init(void);
 void cgpu_track_exit(void);
 

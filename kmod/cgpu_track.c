@@ -8,7 +8,11 @@
  *    RM frees descendants with the object [nvidia-abi.md 10.3];
  *  - close of the fd that made the client (RM frees the fd's clients), which
  *    is also what process exit and kill -9 come down to;
- *  - RM_DUP_OBJECT handles share their source's charge (reference count).
+ *  - RM_DUP_OBJECT handles share their source's charge (reference count);
+ *  - a UVM external mapping holds the memory too (UVM keeps its own
+ *    duplicate, nvidia-abi.md 4): the charge stays until the mapping goes
+ *    (UVM_FREE of its range, or close of the UVM fd), so RM_FREE of a
+ *    mapped handle cannot make room that is still in use.
  *
  * Client handles are global in RM, so a client is found by its handle
  * alone; objects are found by handle within their client.  A tracked
@@ -46,7 +50,19 @@ struct cgpu_client {
 	struct xarray objs;	/* handle -> struct cgpu_obj */
 };
 
+/* A UVM external mapping of a charged allocation. */
+struct cgpu_umap {
+	struct list_head node;
+	struct file *file;	/* the UVM fd; identity only */
+	u64 base;
+	struct cgpu_charge *charge;	/* holds a reference */
+};
+
+/* Clients, objects, charges' reference counts, UVM mappings. */
 static DEFINE_MUTEX(cgpu_track_lock);
+static LIST_HEAD(cgpu_umaps);
+static struct kmem_cache *cgpu_umap_cache;
+atomic_t cgpu_nr_umaps = ATOMIC_INIT(0);
 /* client handle -> struct cgpu_client.  Under cgpu_track_lock. */
 static DEFINE_XARRAY(cgpu_clients);
 static struct kmem_cache *cgpu_obj_cache;
@@ -408,6 +424,74 @@ unlock:
 	mutex_unlock(&cgpu_track_lock);
 }
 
+struct cgpu_umap *cgpu_umap_alloc(void)
+{
+	return kmem_cache_zalloc(cgpu_umap_cache, GFP_KERNEL);
+}
+
+void cgpu_umap_release(struct cgpu_umap *m)
+{
+	if (m)
+		kmem_cache_free(cgpu_umap_cache, m);
+}
+
+/* Drops the mappings of UVM fd file at base (all of them if all). */
+static void cgpu_umap_drop_locked(struct file *file, bool all, u64 base)
+{
+	struct cgpu_umap *m, *tmp;
+
+	lockdep_assert_held(&cgpu_track_lock);
+	list_for_each_entry_safe(m, tmp, &cgpu_umaps, node) {
+		if (m->file != file || (!all && m->base != base))
+			continue;
+		list_del(&m->node);
+		atomic_dec(&cgpu_nr_umaps);
+		cgpu_charge_put(m->charge);
+		kmem_cache_free(cgpu_umap_cache, m);
+	}
+}
+
+/*
+ * UVM_MAP_EXTERNAL_ALLOCATION of (h_client, h_mem) at base on UVM fd file
+ * succeeded.  A mapping already at base is replaced.  m is consumed
+ * unless the memory is not charged (returns false).
+ */
+bool cgpu_track_uvm_map(struct file *file, u64 base, u32 h_client, u32 h_mem,
+			struct cgpu_umap *m)
+{
+	struct cgpu_client *c;
+	struct cgpu_obj *o;
+	bool used = false;
+
+	mutex_lock(&cgpu_track_lock);
+	cgpu_umap_drop_locked(file, false, base);
+	c = xa_load(&cgpu_clients, h_client);
+	o = c ? xa_load(&c->objs, h_mem) : NULL;
+	if (o && o->charge) {
+		m->file = file;
+		m->base = base;
+		m->charge = o->charge;
+		o->charge->refs++;
+		list_add(&m->node, &cgpu_umaps);
+		atomic_inc(&cgpu_nr_umaps);
+		used = true;
+	}
+	mutex_unlock(&cgpu_track_lock);
+	return used;
+}
+
+/*
+ * UVM_FREE of the range at base, or (all) the UVM fd closed.  A mapping
+ * at another offset of a range freed by its base is only dropped with the
+ * fd: the charge then outlives the memory a little, never the reverse.
+ */
+void cgpu_track_uvm_unmap(struct file *file, bool all, u64 base)
+{
+	mutex_lock(&cgpu_track_lock);
+	cgpu_umap_drop_locked(file, all, base);
+	mutex_unlock(&cgpu_track_lock);
+}
+
 /* The fd is gone: RM freed every client it made (RmFreeUnusedClients). */
 void cgpu_track_file_closed(struct file *file)
 {
@@ -426,9 +510,11 @@ int cgpu_track_init(void)
 {
 	cgpu_obj_cache = KMEM_CACHE(cgpu_obj, 0);
 	cgpu_charge_cache = KMEM_CACHE(cgpu_charge, 0);
-	if (!cgpu_obj_cache || !cgpu_charge_cache) {
+	cgpu_umap_cache = KMEM_CACHE(cgpu_umap, 0);
+	if (!cgpu_obj_cache || !cgpu_charge_cache || !cgpu_umap_cache) {
 		kmem_cache_destroy(cgpu_obj_cache);
 		kmem_cache_destroy(cgpu_charge_cache);
+		kmem_cache_destroy(cgpu_umap_cache);
 		return -ENOMEM;
 	}
 	return 0;
@@ -445,6 +531,8 @@ void cgpu_track_exit(void)
 		cgpu_client_destroy(c);
 	mutex_unlock(&cgpu_track_lock);
 	xa_destroy(&cgpu_clients);
+	WARN_ON(!list_empty(&cgpu_umaps));
 	kmem_cache_destroy(cgpu_obj_cache);
 	kmem_cache_destroy(cgpu_charge_cache);
+	kmem_cache_destroy(cgpu_umap_cache);
 }

@@ -109,24 +109,70 @@ static long cgpu_uvm_sem_pool(struct file *f, unsigned int cmd,
 	return ret;
 }
 
+/*
+ * MAP_EXTERNAL_ALLOCATION: UVM now holds the memory too, so its charge
+ * stays until the mapping goes [10.7].  The handle and status sit at the
+ * end, where depends on the driver's version.
+ */
+static long cgpu_uvm_map_external(struct file *f, unsigned int cmd,
+				  unsigned long arg)
+{
+	void __user *up = (void __user *)arg;
+	struct {
+		s32 rm_ctrl_fd;
+		u32 h_client;
+		u32 h_memory;
+		u32 rm_status;
+	} tail;
+	struct cgpu_umap *m;
+	size_t off;
+	u64 base;
+	long ret;
+
+	if (get_user(base, (u64 __user *)up))
+		return cgpu_orig_uvm_ioctl(f, cmd, arg);
+	/* Without a record the charge could go early: refuse (fail closed). */
+	m = cgpu_umap_alloc();
+	if (!m)
+		return -ENOMEM;
+	ret = cgpu_orig_uvm_ioctl(f, cmd, arg);
+	off = READ_ONCE(cgpu_uvm_new_layout) ?
+	      offsetof(struct nva_uvm_map_external_allocation, rm_ctrl_fd) :
+	      NVA_UVM_MAP_EXT_OLD_OFF_FD;
+	if (!ret && !copy_from_user(&tail, up + off, sizeof(tail)) &&
+	    tail.rm_status == NVA_OK &&
+	    cgpu_track_uvm_map(f, base, tail.h_client, tail.h_memory, m))
+		m = NULL;
+	cgpu_umap_release(m);
+	return ret;
+}
+
 long cgpu_uvm_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	u64 base;
 	long ret;
 
-	if (!static_branch_unlikely(&cgpu_attached_key) && !READ_ONCE(cgpu_nr_pools))
+	if (!static_branch_unlikely(&cgpu_attached_key) &&
+	    !READ_ONCE(cgpu_nr_pools) && !atomic_read(&cgpu_nr_umaps))
 		return cgpu_orig_uvm_ioctl(f, cmd, arg);
 	switch (cmd) {
 	case NVA_UVM_ALLOC_SEMAPHORE_POOL:
 		return cgpu_uvm_sem_pool(f, cmd, arg);
+	case NVA_UVM_MAP_EXTERNAL_ALLOCATION:
+		if (!atomic_read(&cgpu_nr_clients))
+			break;
+		return cgpu_uvm_map_external(f, cmd, arg);
 	case NVA_UVM_FREE:
 		/* base leads both layouts; forgetting too much only refuses more */
-		if (!READ_ONCE(cgpu_nr_pools) ||
+		if ((!READ_ONCE(cgpu_nr_pools) && !atomic_read(&cgpu_nr_umaps)) ||
 		    get_user(base, (u64 __user *)arg))
 			break;
 		ret = cgpu_orig_uvm_ioctl(f, cmd, arg);
-		if (!ret)
+		if (!ret) {
 			cgpu_pool_forget(f, false, base);
+			if (atomic_read(&cgpu_nr_umaps))
+				cgpu_track_uvm_unmap(f, false, base);
+		}
 		return ret;
 	}
 	return cgpu_orig_uvm_ioctl(f, cmd, arg);
@@ -137,11 +183,13 @@ int cgpu_uvm_mmap(struct file *f, struct vm_area_struct *vma)
 	struct cgpu_inst *inst;
 	u64 start = vma->vm_start, length = vma->vm_end - vma->vm_start;
 
+	/* Only offset == address makes a range; the driver refuses the rest. */
+	if (((u64)vma->vm_pgoff << PAGE_SHIFT) != start)
+		return cgpu_orig_uvm_mmap(f, vma);
 	inst = cgpu_current_inst(CGPU_NO_GPU);
 	if (!inst)
 		return cgpu_orig_uvm_mmap(f, vma);
-	if (((u64)vma->vm_pgoff << PAGE_SHIFT) == start &&
-	    cgpu_pool_match(f, start, length)) {
+	if (cgpu_pool_match(f, start, length)) {
 		cgpu_inst_put(inst);
 		return cgpu_orig_uvm_mmap(f, vma);
 	}
@@ -156,6 +204,8 @@ int cgpu_uvm_release(struct inode *inode, struct file *f)
 
 	if (READ_ONCE(cgpu_nr_pools))
 		cgpu_pool_forget(f, true, 0);
+	if (atomic_read(&cgpu_nr_umaps))
+		cgpu_track_uvm_unmap(f, true, 0);
 	return ret;
 }
 
