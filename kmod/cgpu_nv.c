@@ -240,25 +240,29 @@ struct cgpu_memreq {
 	void __user *uparams;	/* RM_ALLOC: the NV_MEMORY_ALLOCATION_PARAMS */
 };
 
-static long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r)
+/* inst: the task's nearest instance on any GPU; its reference is ours. */
+static long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r,
+			   struct cgpu_inst *inst)
 {
 	struct cgpu_charge *ch = NULL;
 	struct cgpu_obj *o = NULL;
-	struct cgpu_inst *inst;
 	u64 predicted, actual;
 	u32 status, h_mem, gpu;
 	bool vidmem;
 	long ret;
 
-	gpu = cgpu_track_gpu_of(r->h_root, r->h_parent);
 	/*
 	 * A parent we never saw (made before the task was attached, or when
 	 * tracking memory ran out) has an unknown GPU: charge the task's
 	 * nearest instance on any GPU rather than let it through.
 	 */
-	inst = cgpu_current_inst(gpu);
-	if (!inst)
-		return cgpu_nv_orig(c);
+	gpu = cgpu_track_gpu_of(r->h_root, r->h_parent);
+	if (gpu != CGPU_NO_GPU && gpu != inst->gpu) {
+		cgpu_inst_put(inst);
+		inst = cgpu_current_inst(gpu);
+		if (!inst)
+			return cgpu_nv_orig(c);
+	}
 
 	predicted = cgpu_nv_round(r->size, r->attr);
 	o = cgpu_obj_alloc();
@@ -346,6 +350,7 @@ static long cgpu_nv_alloc(struct cgpu_call *c)
 	struct cgpu_memreq r = { .outcome = cgpu_nv_alloc_outcome };
 	struct nva_memory_alloc_params p;
 	u32 cls, device_id = 0, status;
+	struct cgpu_inst *inst;
 	long ret;
 
 	if (copy_from_user(&u, c->uarg, c->size))
@@ -360,18 +365,21 @@ static long cgpu_nv_alloc(struct cgpu_call *c)
 
 	switch (cls) {
 	case NVA_CLASS_MEMORY_LOCAL_USER:
-		if (!cgpu_current_attached())
+		inst = cgpu_current_inst(CGPU_NO_GPU);
+		if (!inst)
 			return cgpu_nv_orig(c);
 		/* size and attr sit at the same offsets in the 120 and 128 B forms */
 		if (!r.uparams ||
 		    copy_from_user(&p, r.uparams,
-				   offsetof(struct nva_memory_alloc_params, alignment)))
+				   offsetof(struct nva_memory_alloc_params, alignment))) {
+			cgpu_inst_put(inst);
 			return cgpu_nv_refuse(c, r.status_off,
 					      r.uparams ? CGPU_NV_ERR_INVALID_POINTER :
 							  NVA_ERR_INVALID_ARGUMENT);
+		}
 		r.size = p.size;
 		r.attr = p.attr;
-		return cgpu_nv_vidmem(c, &r);
+		return cgpu_nv_vidmem(c, &r, inst);
 	case NVA_CLASS_ROOT:
 	case NVA_CLASS_ROOT_NON_PRIV:
 	case NVA_CLASS_ROOT_CLIENT:
@@ -604,12 +612,14 @@ static long cgpu_nv_vidheap(struct cgpu_call *c)
 	case NVA_OS32_FUNC_ALLOC_SIZE:
 		/* VIRTUAL -> 0x50A0, VIDMEM -> 0x40, else sysmem [4] */
 		if ((a->flags & NVA_ALLOC_FLAGS_VIRTUAL) ||
-		    FIELD_GET(NVA_ATTR_LOCATION_MASK, a->attr) != NVA_ATTR_LOCATION_VIDMEM ||
-		    !cgpu_current_attached())
+		    FIELD_GET(NVA_ATTR_LOCATION_MASK, a->attr) != NVA_ATTR_LOCATION_VIDMEM)
+			return cgpu_nv_orig(c);
+		inst = cgpu_current_inst(CGPU_NO_GPU);
+		if (!inst)
 			return cgpu_nv_orig(c);
 		r.size = a->size;
 		r.attr = a->attr;
-		return cgpu_nv_vidmem(c, &r);
+		return cgpu_nv_vidmem(c, &r, inst);
 	case NVA_OS32_FUNC_ALLOC_SIZE_RANGE:
 		/* Its parameters are not described here: fail closed. */
 		if (!cgpu_current_attached())
