@@ -38,7 +38,7 @@
 /* GPU minors are those of /dev/nvidiaN: 0..247. */
 #define CGPU_MAX_GPU_MINOR	247
 /* Largest memory limit accepted, 2^48 bytes. */
-#define CGPU_MEM_LIMIT_MAX	(1ULL << 48)
+#define CGPU_MEM_LIMIT_MAX	0x1000000000000ULL
 
 #define CGPU_IOC_MAGIC		'C'
 
@@ -69,7 +69,7 @@ struct cgpu_create {
 };
 
 /* Destroy even when processes still hold memory in the instance. */
-#define CGPU_DESTROY_FORCE	(1U << 0)
+#define CGPU_DESTROY_FORCE	0x1U
 
 /*
  * CGPU_IOC_DESTROY: 32 bytes.
@@ -101,8 +101,8 @@ struct cgpu_attach {
 	__u64 reserved[2];	/* in: zero */
 };
 
-#define CGPU_SET_MEM_LIMIT	(1U << 0)
-#define CGPU_SET_WEIGHT		(1U << 1)
+#define CGPU_SET_MEM_LIMIT	0x1U
+#define CGPU_SET_WEIGHT		0x2U
 
 /*
  * CGPU_IOC_SET: change a live instance's limit and/or weight.  40 bytes.
