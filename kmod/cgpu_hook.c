@@ -322,8 +322,12 @@ static int cgpu_module_notify(struct notifier_block *nb, unsigned long action,
 			 * through its devices escapes us.
 			 */
 		case MODULE_STATE_LIVE:
-			if (!t->modname[0] && cgpu_name_listed(*t->modules, mod->name))
-				cgpu_target_install(t, mod->name);
+			if (t->modname[0] || !cgpu_name_listed(*t->modules, mod->name))
+				break;
+			/* nvidia.ko's MODULE_VERSION picks the UVM layouts early */
+			if (mod->version)
+				cgpu_nv_learn_version(mod->version, strlen(mod->version));
+			cgpu_target_install(t, mod->name);
 			break;
 		case MODULE_STATE_GOING:
 			if (!strcmp(t->modname, mod->name))
