@@ -40,6 +40,7 @@
 #include <linux/mutex.h>
 #include <linux/rcupdate_wait.h>
 #include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 
 #include "cgpu_priv.h"
@@ -162,6 +163,14 @@ static void notrace cgpu_ftrace_cb(unsigned long ip, unsigned long parent_ip,
 	ftrace_instruction_pointer_set(fregs, (unsigned long)h->wrapper);
 }
 
+/* Too large for the stack together (KASAN kernels have 2 KiB frames). */
+struct cgpu_resolve_buf {
+	struct kprobe kp;
+	char name[MODULE_NAME_LEN + KSYM_NAME_LEN + 2];
+	char sym[KSYM_SYMBOL_LEN];
+	char want[KSYM_NAME_LEN + 2];
+};
+
 /*
  * Where symbol sym of module modname starts.  The kprobe is registered
  * disabled: it only resolves the name, nothing is patched.
@@ -169,42 +178,50 @@ static void notrace cgpu_ftrace_cb(unsigned long ip, unsigned long parent_ip,
 static int cgpu_resolve(const char *modname, const char *sym,
 			unsigned long *addr, unsigned long *start)
 {
-	char name[MODULE_NAME_LEN + KSYM_NAME_LEN + 2];
-	char buf[KSYM_SYMBOL_LEN], want[KSYM_NAME_LEN + 2];
-	struct kprobe kp = { .flags = KPROBE_FLAG_DISABLED };
+	struct cgpu_resolve_buf *b;
 	unsigned long off;
 	bool ftrace_site;
 	size_t len;
 	char *p;
 	int err;
 
-	if (snprintf(name, sizeof(name), "%s:%s", modname, sym) >= sizeof(name))
-		return -ENAMETOOLONG;
-	kp.symbol_name = name;
-	err = register_kprobe(&kp);
+	b = kzalloc(sizeof(*b), GFP_KERNEL);
+	if (!b)
+		return -ENOMEM;
+	err = -ENAMETOOLONG;
+	if (snprintf(b->name, sizeof(b->name), "%s:%s", modname, sym) >= sizeof(b->name))
+		goto out;
+	b->kp.symbol_name = b->name;
+	b->kp.flags = KPROBE_FLAG_DISABLED;
+	err = register_kprobe(&b->kp);
 	if (err)
-		return err;
-	*addr = (unsigned long)kp.addr;
-	ftrace_site = kp.flags & KPROBE_FLAG_FTRACE;
-	unregister_kprobe(&kp);
+		goto out;
+	*addr = (unsigned long)b->kp.addr;
+	ftrace_site = b->kp.flags & KPROBE_FLAG_FTRACE;
+	unregister_kprobe(&b->kp);
 	if (!ftrace_site) {
 		pr_err("%s:%s is not an ftrace site\n", modname, sym);
-		return -EOPNOTSUPP;
+		err = -EOPNOTSUPP;
+		goto out;
 	}
 	/* "sym+0x0/0x40 [module]": that symbol, in that module. */
-	sprint_symbol(buf, *addr);
-	snprintf(want, sizeof(want), "%s+", sym);
-	len = strlen(buf);
-	p = strrchr(buf, '[');
-	if (strncmp(buf, want, strlen(want)) || !p || len < 2 ||
-	    buf[len - 1] != ']' || strncmp(p + 1, modname, strlen(modname)) ||
-	    p + 1 + strlen(modname) != buf + len - 1 ||
-	    sscanf(buf + strlen(want), "0x%lx/", &off) != 1 || off > 16) {
-		pr_err("%s:%s resolved to %s, not the target\n", modname, sym, buf);
-		return -ENOENT;
+	sprint_symbol(b->sym, *addr);
+	snprintf(b->want, sizeof(b->want), "%s+", sym);
+	len = strlen(b->sym);
+	p = strrchr(b->sym, '[');
+	if (strncmp(b->sym, b->want, strlen(b->want)) || !p || len < 2 ||
+	    b->sym[len - 1] != ']' || strncmp(p + 1, modname, strlen(modname)) ||
+	    p + 1 + strlen(modname) != b->sym + len - 1 ||
+	    sscanf(b->sym + strlen(b->want), "0x%lx/", &off) != 1 || off > 16) {
+		pr_err("%s:%s resolved to %s, not the target\n", modname, sym, b->sym);
+		err = -ENOENT;
+		goto out;
 	}
 	*start = *addr - off;
-	return 0;
+	err = 0;
+out:
+	kfree(b);
+	return err;
 }
 
 static int cgpu_hook_install(struct cgpu_hook *h, const char *modname)
