@@ -407,6 +407,32 @@ static u32 uvm_free(struct uvm_fd *ufd, u64 base)
 	return st;
 }
 
+/*
+ * VALIDATE_VA_RANGE and DISABLE_READ_DUPLICATION: [base, base + length) must
+ * be covered by managed ranges, else NV_ERR_INVALID_ADDRESS.  Nothing else
+ * to do: the mock has no GPU copies to duplicate.
+ */
+static u32 uvm_check_managed(struct uvm_fd *ufd, u64 base, u64 length)
+{
+	struct uvm_range *r;
+	u64 addr = base;
+	u32 st = NVA_OK;
+
+	if (!uvm_va_ok(base, length))
+		return NVA_ERR_INVALID_ADDRESS;
+	mutex_lock(&ufd->lock);
+	while (addr < base + length) {
+		r = uvm_range_find(ufd, addr);
+		if (!r || r->type != UVM_RANGE_MANAGED) {
+			st = NVA_ERR_INVALID_ADDRESS;
+			break;
+		}
+		addr = r->end;
+	}
+	mutex_unlock(&ufd->lock);
+	return st;
+}
+
 /* ---- dispatch -------------------------------------------------------------- */
 
 struct uvm_cmd {
@@ -439,6 +465,9 @@ static bool uvm_cmd_layout(unsigned int cmd, struct uvm_cmd *c)
 		*c = (struct uvm_cmd){ 8, 4 };
 		break;
 	case NVA_UVM_CREATE_EXTERNAL_RANGE:
+	case NVA_UVM_VALIDATE_VA_RANGE:
+	case NVA_UVM_DISABLE_READ_DUPLICATION:
+		/* {u64 base; u64 length; u32 rmStatus} */
 		*c = (struct uvm_cmd){ 24, 16 };
 		break;
 	case NVA_UVM_MAP_EXTERNAL_ALLOCATION:
@@ -510,6 +539,12 @@ static u32 uvm_run(struct uvm_fd *ufd, unsigned int cmd, void *buf, size_t size)
 		struct nva_uvm_create_external_range *p = buf;
 
 		return uvm_add_range(ufd, p->base, p->length, UVM_RANGE_EXTERNAL);
+	}
+	case NVA_UVM_VALIDATE_VA_RANGE:
+	case NVA_UVM_DISABLE_READ_DUPLICATION: {
+		struct nva_uvm_create_external_range *p = buf;
+
+		return uvm_check_managed(ufd, p->base, p->length);
 	}
 	case NVA_UVM_MAP_EXTERNAL_ALLOCATION:
 		return uvm_do_map_external(ufd, buf, size);

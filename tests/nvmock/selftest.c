@@ -363,6 +363,13 @@ static void test_uvm(int ctl)
 		memset(q, 0x5a, len);
 		check(dbg("managed_ranges") == managed0 + 1 && dbg("live_managed_ranges") == 1,
 		      "managed range counted");
+		er = (struct nva_uvm_create_external_range){ .base = (uintptr_t)q, .length = len };
+		check(!uvm(u, NVA_UVM_VALIDATE_VA_RANGE, &er) && !er.rm_status,
+		      "VALIDATE_VA_RANGE of the managed range");
+		er.length = 2 * len;
+		check(!uvm(u, NVA_UVM_DISABLE_READ_DUPLICATION, &er) &&
+		      er.rm_status == NVA_ERR_INVALID_ADDRESS,
+		      "DISABLE_READ_DUPLICATION past its end -> 0x1E");
 		munmap(q, len);
 		check(dbg("live_managed_ranges") == 0, "munmap ends it");
 	}
