@@ -21,6 +21,7 @@ for pid in $(sed -n 's/^child[0-9]*: holding pid=\([0-9]*\)$/\1/p' "$hold_out");
 done
 wait "$hold_pid"
 rc=$?
+hold_pid=
 cat "$hold_out"
 assert_eq 1 "$rc" "parent's exit status when its children were killed"
 expect_held "^children 4: ok=0 cuda_errors=0 failed=4$"
