@@ -1,6 +1,7 @@
 #!/bin/sh
 # The cuInit-like sequence works on both default GPUs, with both RM_ALLOC
 # forms, and names the right GPU; a third GPU does not exist.
+# vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 

@@ -3,7 +3,7 @@
 # generation of the driver (NV_MEMORY_ALLOCATION_PARAMS 120/128 B,
 # FB_GET_INFO_V2 436/1028 B, MAP_EXTERNAL 1200/9264 B, UVM_FREE 24/16 B),
 # with both RM_ALLOC forms.
-# vm-timeout: 300
+# vm-timeout: 900
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 

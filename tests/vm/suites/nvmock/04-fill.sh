@@ -1,6 +1,7 @@
 #!/bin/sh
 # Filling a card stops at exactly its size with CUDA_ERROR_OUT_OF_MEMORY,
 # on both GPUs and both allocation paths; freeing returns everything.
+# vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 

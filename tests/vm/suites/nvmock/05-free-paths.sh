@@ -2,6 +2,7 @@
 # Every way memory goes back (nvidia-abi.md 4, 10.3): explicit frees, the
 # device freed as a parent, the client freed, the fd closed by a normal
 # exit, kill -9. Each time the counters return to exactly zero.
+# vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 

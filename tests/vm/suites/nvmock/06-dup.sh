@@ -1,6 +1,7 @@
 #!/bin/sh
 # RM_DUP_OBJECT adds a reference (nvidia-abi.md 4, 10.1): freeing the
 # original leaves the bytes in use, freeing the duplicate too returns them.
+# vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 

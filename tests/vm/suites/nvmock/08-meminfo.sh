@@ -1,6 +1,7 @@
 #!/bin/sh
 # cuMemGetInfo's numbers (FB_GET_INFO_V2, KiB x 1024) are live: total is
 # the card, free drops by exactly what any process allocated on that GPU.
+# vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 

@@ -3,7 +3,7 @@
 # (nvidia-abi.md 8, 10.6): REGISTER_FD's ctl_fd, MM_INITIALIZE's uvmFd,
 # rmCtrlFd of REGISTER_GPU / REGISTER_GPU_VASPACE / MAP_EXTERNAL_ALLOCATION,
 # and escapes issued on the wrong node. The cases are nvhostile's.
-# vm-timeout: 300
+# vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 

@@ -2,7 +2,7 @@
 # Forked processes, each with its own context, allocating in parallel: all
 # of it is accounted, a full card refuses the losers exactly, and nothing
 # is left when they end, whether they exit or are killed.
-# vm-timeout: 180
+# vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 
@@ -29,9 +29,15 @@ expect_idle "after the children were killed"
 
 # 1 GiB card, 4 children of 512 MiB that hold: exactly 2 fit.
 reload_nvmock mem_mib=1024
-fc 2 children 4 alloc 512M hold 20
-expect_line "^children 4: ok=2 cuda_errors=2 failed=0$"
-assert_eq 2 "$(echo "$out" | grep -c '^child[0-3]: alloc 512M: CUDA_ERROR_OUT_OF_MEMORY')" "children refused"
-assert_eq 2 "$(echo "$out" | grep -c '^child[0-3]: alloc 512M: OK')" "children served"
+start_hold -n 4 children 4 alloc 512M
+assert_eq 2 "$(grep -c '^child[0-3]: alloc 512M: CUDA_ERROR_OUT_OF_MEMORY' "$hold_out")" "children refused"
+assert_eq 2 "$(grep -c '^child[0-3]: alloc 512M: OK' "$hold_out")" "children served"
+expect_counters "2 of 4 children served on a 1 GiB card" 4 0 "$GIB" 2
+for pid in $(sed -n 's/^child[0-9]*: holding pid=\([0-9]*\)$/\1/p' "$hold_out"); do
+	kill -9 "$pid"
+done
+wait "$hold_pid"
+hold_pid=
+expect_held "^children 4: ok=0 cuda_errors=0 failed=4$"
 reload_nvmock
 expect_idle "at the end"

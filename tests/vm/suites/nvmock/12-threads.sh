@@ -1,7 +1,7 @@
 #!/bin/sh
 # Threads racing on one client: every allocation is accounted, and racing
 # threads cannot together exceed the card.
-# vm-timeout: 180
+# vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 

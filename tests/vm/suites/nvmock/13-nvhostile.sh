@@ -2,7 +2,7 @@
 # Hostile input against every escape and UVM command (nvhostile): the
 # documented errors where nvidia-abi.md gives them, an error elsewhere, no
 # crash; the harness checks the kernel log. Nothing may leak.
-# vm-timeout: 300
+# vm-timeout: 900
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 # fakecuda's own contract: exit 1 for usage errors, 2 for CUDA errors, size
 # suffixes, -q, --auto-handles, and the driver's answers it passes through.
+# vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 

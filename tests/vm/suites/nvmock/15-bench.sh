@@ -1,6 +1,7 @@
 #!/bin/sh
 # fakecuda bench prints a table and then one "bench: NAME VALUE UNIT" line
 # per figure (what `make bench` collects), and leaves nothing allocated.
+# vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 # nvmock unloads cleanly once no fd is open (and not while one is), its
 # nodes and /proc entries go with it, and it loads again.
+# vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 
