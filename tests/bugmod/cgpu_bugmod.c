@@ -30,8 +30,8 @@ MODULE_PARM_DESC(warn, "WARN at load (any kernel: checks the harness's log check
 static DEFINE_MUTEX(bugmod_a);
 static DEFINE_MUTEX(bugmod_b);
 
-/* Keeps the compiler from proving the read dead or the pointer unused. */
-static void *volatile bugmod_sink;
+/* Written with WRITE_ONCE so the compiler cannot drop the store. */
+static void *bugmod_sink;
 
 static int plant_uaf(void)
 {
@@ -68,8 +68,8 @@ static int plant_leak(void)
 		return -ENOMEM;
 	memset(p, 0x5a, 128);
 	/* The only reference goes away at once: kmemleak's next scan finds it. */
-	bugmod_sink = p;
-	bugmod_sink = NULL;
+	WRITE_ONCE(bugmod_sink, p);
+	WRITE_ONCE(bugmod_sink, NULL);
 	pr_info("dropped the only pointer to a 128-byte buffer\n");
 	return 0;
 }
