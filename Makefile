@@ -63,7 +63,7 @@ bench: deps guest ## benchmarks in the VM; `bench: NAME VALUE UNIT` lines at the
 lint: ## go vet, gofmt, shellcheck
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
-	@if command -v shellcheck >/dev/null; then shellcheck -x scripts/* tests/vm/run tests/vm/negative-check; \
+	@if command -v shellcheck >/dev/null; then shellcheck -x scripts/* tests/vm/run tests/vm/negative-check tests/vm/debug-kernel tests/vm/lib.sh tests/demo/cgpu-demo; \
 	else echo "lint: shellcheck not installed, skipping shell scripts (apt-get install shellcheck)"; fi
 
 $(CHECKPATCH):
