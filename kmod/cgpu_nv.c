@@ -482,28 +482,40 @@ static void cgpu_fb_fix(struct nva_fb_info *e, u32 n, u64 limit, u64 used)
 	}
 }
 
+/* Only the entries asked for travel: most callers ask for a handful. */
 static void cgpu_nv_fb_info_v2(struct cgpu_call *c, struct cgpu_inst *inst,
 			       void __user *up, u32 psize)
 {
-	struct nva_fb_get_info_v2 *p;
-	u32 n, max = (psize - sizeof(p->fb_info_list_size)) / sizeof(p->fb_info_list[0]);
+	struct nva_fb_info small[16], *e = small;
+	void __user *ul = up + offsetof(struct nva_fb_get_info_v2, fb_info_list);
+	u32 n, max;
 	u64 limit, used;
 
 	/* 1028 B from 550, 436 B (54 entries) in 535 [10.9] */
-	if (psize != sizeof(*p) && psize != NVA_FB_GET_INFO_V2_SIZE_535)
+	if (psize != sizeof(struct nva_fb_get_info_v2) &&
+	    psize != NVA_FB_GET_INFO_V2_SIZE_535)
 		return;
-	p = kmalloc(sizeof(*p), GFP_KERNEL);
-	if (!p)
+	max = (psize - offsetof(struct nva_fb_get_info_v2, fb_info_list)) /
+	      sizeof(*e);
+	if (get_user(n, (u32 __user *)up))
 		return;
-	if (copy_from_user(p, up, psize))
+	n = min(n, max);
+	if (!n)
+		return;
+	if (n > ARRAY_SIZE(small)) {
+		e = kmalloc_array(n, sizeof(*e), GFP_KERNEL);
+		if (!e)
+			return;
+	}
+	if (copy_from_user(e, ul, n * sizeof(*e)))
 		goto out;
-	n = min(p->fb_info_list_size, max);
 	cgpu_inst_view(inst, &limit, &used);
-	cgpu_fb_fix(p->fb_info_list, n, limit, used);
-	if (copy_to_user(up, p, psize))
+	cgpu_fb_fix(e, n, limit, used);
+	if (copy_to_user(ul, e, n * sizeof(*e)))
 		pr_debug("FB_GET_INFO_V2 reply vanished\n");
 out:
-	kfree(p);
+	if (e != small)
+		kfree(e);
 }
 
 static void cgpu_nv_fb_info_old(struct cgpu_call *c, struct cgpu_inst *inst,
