@@ -214,6 +214,9 @@ run_exec() {
 
 main() {
 	local rc=0
+	# First sign of life: the host tells a kernel that hung before /init
+	# from a failure of ours by this line.
+	echo "@@CGPU-INIT@@"
 	mounts
 	[ "$CGPU_VERBOSE" = 1 ] || dmesg -n 1
 	load_modules
