@@ -44,6 +44,9 @@ guest: ## static binaries for the VM guest, in build/guest/bin
 	@CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(GUEST_BIN)/ ./tests/nvinfo
 	@if [ -f tests/cgpuadm/Makefile ]; then $(MAKE) -s -C tests/cgpuadm OUT=$(GUEST_BIN); fi
 	@install -m 0755 tests/demo/cgpu-demo $(GUEST_BIN)/cgpu-demo
+	@for b in daemon/cgpud cgpuctl; do \
+		if [ -f $$b/main.go ]; then CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/cgpu-dev/cgpu/internal/buildinfo.Version=$(VERSION)" -o $(GUEST_BIN)/ ./$$b; fi; \
+	done
 
 vm-test: deps guest ## kernel suites in the VM on Debian's packaged kernel
 	tests/vm/run --kernel packaged --suite all
@@ -84,6 +87,9 @@ check: deps $(CHECKPATCH) ## sparse (C=2) and checkpatch --strict on the kernel 
 
 demo: deps guest ## boot the guest with two mock GPUs and show what a CUDA client sees
 	@scripts/demo
+
+# Each part may add its own targets in mk/<part>.mk.
+-include $(wildcard mk/*.mk)
 
 clean: ## remove build outputs
 	rm -rf build
