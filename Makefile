@@ -47,6 +47,7 @@ guest: ## static binaries for the VM guest, in build/guest/bin
 	@for b in daemon/cgpud cgpuctl; do \
 		if [ -f $$b/main.go ]; then CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/cgpu-dev/cgpu/internal/buildinfo.Version=$(VERSION)" -o $(GUEST_BIN)/ ./$$b; fi; \
 	done
+	@$(if $(strip $(GUEST_EXTRA)),$(MAKE) -s $(GUEST_EXTRA))
 
 vm-test: deps guest ## kernel suites in the VM on Debian's packaged kernel
 	tests/vm/run --kernel packaged --suite all
@@ -88,7 +89,10 @@ check: deps $(CHECKPATCH) ## sparse (C=2) and checkpatch --strict on the kernel 
 demo: deps guest ## boot the guest with two mock GPUs and show what a CUDA client sees
 	@scripts/demo
 
-# Each part may add its own targets in mk/<part>.mk.
+# Each part may add its own targets in mk/<part>.mk; a part that needs more
+# binaries in the guest appends its target to GUEST_EXTRA (they must write
+# into $(GUEST_BIN)).
+GUEST_EXTRA :=
 -include $(wildcard mk/*.mk)
 
 clean: ## remove build outputs
