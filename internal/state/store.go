@@ -1,0 +1,327 @@
+// Package state is cgpud's durable record of its instances: a bbolt file
+// under /var/lib/cgpu/, written before the kernel is changed so that the
+// next start can finish or undo whatever a crash interrupted.
+//
+// Writes are durable (bbolt fsyncs every commit) and grouped: one writer
+// goroutine commits whatever writes are queued in one transaction, so
+// concurrent creates share one fsync. bbolt's own Batch would do the same
+// but first waits MaxBatchDelay (10 ms by default) for company, which a
+// lone create would pay in full; here a lone write commits at once and
+// the writes that arrive during its fsync form the next group. Writes land
+// in the order they were submitted, which lets a caller queue a write
+// without waiting for it (PutNoWait) and still know that a later write of
+// the same record lands after it.
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// DefaultDir holds the state file.
+const DefaultDir = "/var/lib/cgpu"
+
+// FileName is the state file's name in its directory.
+const FileName = "state.db"
+
+// SchemaVersion is the layout this package reads and writes; a file with
+// another one is refused rather than misread.
+const SchemaVersion = 1
+
+var (
+	ErrNotFound = errors.New("no such record")
+	ErrLocked   = errors.New("state file is locked by another process (is another cgpud running?)")
+	ErrSchema   = errors.New("unsupported state schema")
+	ErrClosed   = errors.New("state store is closed")
+)
+
+var (
+	bucketMeta      = []byte("meta")
+	bucketInstances = []byte("instances")
+	keySchema       = []byte("schema")
+)
+
+type options struct {
+	path     string
+	timeout  time.Duration
+	maxBatch int
+}
+
+// Option configures Open.
+type Option func(*options)
+
+// WithDir puts the state file (state.db) in dir instead of DefaultDir.
+func WithDir(dir string) Option {
+	return func(o *options) { o.path = filepath.Join(dir, FileName) }
+}
+
+// WithPath names the state file itself.
+func WithPath(path string) Option { return func(o *options) { o.path = path } }
+
+// WithLockTimeout bounds the wait for the file lock another process holds
+// (default 1s); then Open fails with ErrLocked.
+func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithMaxBatch caps the writes committed in one transaction (default 1024).
+func WithMaxBatch(n int) Option { return func(o *options) { o.maxBatch = n } }
+
+type write struct {
+	fn   func(*bolt.Tx) error
+	done chan error
+}
+
+// Store is the open state file. Safe for concurrent use.
+type Store struct {
+	db       *bolt.DB
+	path     string
+	maxBatch int
+
+	mu     sync.RWMutex // held shared to queue, exclusively to close
+	closed bool
+	queue  chan write
+	done   chan struct{}
+
+	commits, writes atomic.Uint64
+	// beforeCommit, when set (tests), runs before each group's commit.
+	beforeCommit func(n int)
+}
+
+// Open opens (creating if needed) the state file and starts its writer.
+func Open(opts ...Option) (*Store, error) {
+	o := options{path: filepath.Join(DefaultDir, FileName), timeout: time.Second, maxBatch: 1024}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.maxBatch < 1 {
+		o.maxBatch = 1
+	}
+	if err := os.MkdirAll(filepath.Dir(o.path), 0o700); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	db, err := bolt.Open(o.path, 0o600, &bolt.Options{Timeout: o.timeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("open %s: %w", o.path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", o.path, err)
+	}
+	if err := initSchema(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", o.path, err)
+	}
+	s := &Store{
+		db:       db,
+		path:     o.path,
+		maxBatch: o.maxBatch,
+		queue:    make(chan write, o.maxBatch),
+		done:     make(chan struct{}),
+	}
+	go s.writer()
+	return s, nil
+}
+
+func initSchema(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		want := strconv.Itoa(SchemaVersion)
+		switch v := meta.Get(keySchema); {
+		case v == nil:
+			if err := meta.Put(keySchema, []byte(want)); err != nil {
+				return err
+			}
+		case string(v) != want:
+			return fmt.Errorf("%w: file has %q, this cgpud reads %s", ErrSchema, v, want)
+		}
+		_, err = tx.CreateBucketIfNotExists(bucketInstances)
+		return err
+	})
+}
+
+// Path is the state file.
+func (s *Store) Path() string { return s.path }
+
+// Close commits the writes already queued, then closes the file.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.queue)
+	s.mu.Unlock()
+	<-s.done
+	return s.db.Close()
+}
+
+// submit queues fn and returns the channel its commit's result arrives on.
+func (s *Store) submit(fn func(*bolt.Tx) error) <-chan error {
+	done := make(chan error, 1)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		done <- ErrClosed
+		return done
+	}
+	s.queue <- write{fn: fn, done: done}
+	return done
+}
+
+func (s *Store) writer() {
+	defer close(s.done)
+	for first := range s.queue {
+		group := []write{first}
+	fill:
+		for len(group) < s.maxBatch {
+			select {
+			case w, ok := <-s.queue:
+				if !ok {
+					break fill
+				}
+				group = append(group, w)
+			default:
+				break fill
+			}
+		}
+		s.commit(group)
+	}
+}
+
+// commit runs the group in one transaction. A write whose function fails
+// gets its error and the rest are committed without it, so one bad write
+// cannot fail its neighbours.
+func (s *Store) commit(group []write) {
+	for len(group) > 0 {
+		if s.beforeCommit != nil {
+			s.beforeCommit(len(group))
+		}
+		failed, ferr := -1, error(nil)
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			for i, w := range group {
+				if err := w.fn(tx); err != nil {
+					failed, ferr = i, err
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			s.commits.Add(1)
+			s.writes.Add(uint64(len(group)))
+			for _, w := range group {
+				w.done <- nil
+			}
+			return
+		}
+		if failed < 0 {
+			for _, w := range group {
+				w.done <- fmt.Errorf("commit state: %w", err)
+			}
+			return
+		}
+		group[failed].done <- ferr
+		group = append(group[:failed:failed], group[failed+1:]...)
+	}
+}
+
+// Counts returns the commits made and the writes they carried.
+func (s *Store) Counts() (commits, writes uint64) {
+	return s.commits.Load(), s.writes.Load()
+}
+
+func putFn(rec Record) (func(*bolt.Tx) error, error) {
+	if rec.Name == "" {
+		return nil, errors.New("record without a name")
+	}
+	buf, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode record %s: %w", rec.Name, err)
+	}
+	return func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketInstances).Put([]byte(rec.Name), buf)
+	}, nil
+}
+
+// Put writes rec (keyed by its name) and returns once it is on disk. The
+// write is queued even if ctx ends while it waits: ctx bounds nothing that
+// could leave the file undecided.
+func (s *Store) Put(ctx context.Context, rec Record) error {
+	return wait(s.PutNoWait(rec))
+}
+
+// PutNoWait queues the write of rec and returns at once; the channel
+// reports when it is on disk. Writes submitted later land after it.
+func (s *Store) PutNoWait(rec Record) <-chan error {
+	fn, err := putFn(rec)
+	if err != nil {
+		done := make(chan error, 1)
+		done <- err
+		return done
+	}
+	return s.submit(fn)
+}
+
+// Delete removes the record of name (absent is fine) once on disk.
+func (s *Store) Delete(ctx context.Context, name string) error {
+	return wait(s.DeleteNoWait(name))
+}
+
+// DeleteNoWait queues the removal of name's record, as PutNoWait.
+func (s *Store) DeleteNoWait(name string) <-chan error {
+	return s.submit(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketInstances).Delete([]byte(name))
+	})
+}
+
+func wait(done <-chan error) error { return <-done }
+
+// Get reads the record of name.
+func (s *Store) Get(ctx context.Context, name string) (Record, error) {
+	var rec Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketInstances).Get([]byte(name))
+		if v == nil {
+			return fmt.Errorf("record %q: %w", name, ErrNotFound)
+		}
+		return decode(name, v, &rec)
+	})
+	return rec, err
+}
+
+// List reads every record, by name.
+func (s *Store) List(ctx context.Context) ([]Record, error) {
+	var recs []Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketInstances).ForEach(func(k, v []byte) error {
+			var rec Record
+			if err := decode(string(k), v, &rec); err != nil {
+				return err
+			}
+			recs = append(recs, rec)
+			return nil
+		})
+	})
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
+	return recs, err
+}
+
+func decode(name string, v []byte, rec *Record) error {
+	if err := json.Unmarshal(v, rec); err != nil {
+		return fmt.Errorf("decode record %q: %w", name, err)
+	}
+	return nil
+}
