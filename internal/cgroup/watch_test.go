@@ -1,0 +1,164 @@
+package cgroup
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+type goneLog struct {
+	mu   sync.Mutex
+	got  []Gone
+	seen chan Gone
+}
+
+func newGoneLog() *goneLog { return &goneLog{seen: make(chan Gone, 16)} }
+
+func (g *goneLog) add(x Gone) {
+	g.mu.Lock()
+	g.got = append(g.got, x)
+	g.mu.Unlock()
+	g.seen <- x
+}
+
+func (g *goneLog) wait(t *testing.T, d time.Duration) Gone {
+	t.Helper()
+	select {
+	case x := <-g.seen:
+		return x
+	case <-time.After(d):
+		t.Fatalf("no removal reported within %v", d)
+		return Gone{}
+	}
+}
+
+func (g *goneLog) none(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case x := <-g.seen:
+		t.Fatalf("unexpected report %+v", x)
+	case <-time.After(d):
+	}
+}
+
+func startWatcher(t *testing.T, root string, inotify bool, sweep time.Duration) (*Watcher, *Resolver, *goneLog) {
+	t.Helper()
+	r := New(WithRoot(root), WithFSCheck(acceptAll))
+	w, err := NewWatcher(r, WithSweep(sweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inotify {
+		w.Close()
+		w.mu.Lock()
+		w.file, w.fd, w.closed = nil, -1, false
+		w.mu.Unlock()
+	} else if !w.Inotify() {
+		t.Skip("inotify unavailable on this host")
+	}
+	log := newGoneLog()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx, log.add) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	return w, r, log
+}
+
+func mkdirs(t *testing.T, root string, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestWatcherInotify(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a", "b", "c")
+	// A sweep an hour away: only inotify can report in time.
+	w, r, log := startWatcher(t, root, true, time.Hour)
+	ids := map[string]uint64{}
+	for _, n := range []string{"a", "b", "c"} {
+		cg, err := r.Resolve(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[n] = cg.ID
+		if err := w.Add(cg.ID, cg.Rel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Remove(ids["c"])
+	if err := os.Remove(filepath.Join(root, "c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, "a")); err != nil {
+		t.Fatal(err)
+	}
+	g := log.wait(t, 5*time.Second)
+	if g.ID != ids["a"] || g.Path != "/a" || g.By != "inotify" {
+		t.Fatalf("report %+v; want a's id %d by inotify", g, ids["a"])
+	}
+	log.none(t, 200*time.Millisecond)
+	if n := w.Watched(); n != 1 {
+		t.Fatalf("%d watched, want 1 (b)", n)
+	}
+}
+
+func TestWatcherSweep(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "x/y", "z")
+	w, r, log := startWatcher(t, root, false, 20*time.Millisecond)
+	y, _ := r.Resolve("/x/y")
+	z, _ := r.Resolve("/z")
+	w.Add(y.ID, y.Path)
+	w.Add(z.ID, z.Rel)
+	if err := os.RemoveAll(filepath.Join(root, "x")); err != nil {
+		t.Fatal(err)
+	}
+	g := log.wait(t, 5*time.Second)
+	if g.ID != y.ID || g.By != "sweep" {
+		t.Fatalf("report %+v; want y by sweep", g)
+	}
+	log.none(t, 100*time.Millisecond)
+	// Replaced by a new directory at the same path: still gone.
+	if err := os.Remove(z.Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(z.Path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if ino(t, z.Path) != z.ID {
+		if g := log.wait(t, 5*time.Second); g.ID != z.ID {
+			t.Fatalf("report %+v; want z", g)
+		}
+	}
+}
+
+func TestWatcherAddOfMissingIsReported(t *testing.T) {
+	root := t.TempDir()
+	w, _, log := startWatcher(t, root, true, time.Hour)
+	if err := w.Add(12345, "/never"); err != nil {
+		t.Fatal(err)
+	}
+	if g := log.wait(t, 5*time.Second); g.ID != 12345 || g.By != "sweep" {
+		t.Fatalf("report %+v", g)
+	}
+	if err := w.Add(1, "/../etc"); err == nil {
+		t.Fatal("Add of an escaping path succeeded")
+	}
+}
