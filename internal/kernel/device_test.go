@@ -1,0 +1,54 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestNewMissingNodeIsNoModule(t *testing.T) {
+	_, err := New(WithDevicePath(filepath.Join(t.TempDir(), "cgpu")))
+	if !errors.Is(err, ErrNoModule) || !errors.Is(err, unix.ENOENT) {
+		t.Fatalf("New on a missing node: %v, want ErrNoModule and ENOENT", err)
+	}
+}
+
+// /dev/null answers every ioctl with ENOTTY: the errno comes back in the
+// chain with no sentinel, as an ABI mismatch would.
+func TestDeviceErrnoWithoutSentinel(t *testing.T) {
+	d, err := New(WithDevicePath("/dev/null"))
+	if err != nil {
+		t.Skipf("cannot open /dev/null read-write: %v", err)
+	}
+	defer d.Close()
+	_, err = d.Version(context.Background())
+	if !errors.Is(err, unix.ENOTTY) {
+		t.Fatalf("version on /dev/null: %v, want ENOTTY", err)
+	}
+	for _, s := range []error{ErrNotFound, ErrExists, ErrNoSpace, ErrBusy, ErrInvalid} {
+		if errors.Is(err, s) {
+			t.Errorf("ENOTTY matches %v", s)
+		}
+	}
+	if _, err := d.List(context.Background()); !errors.Is(err, unix.ENOTTY) {
+		t.Errorf("list on /dev/null: %v", err)
+	}
+}
+
+func TestDeviceValidatesNamesBeforeTheCall(t *testing.T) {
+	d, err := New(WithDevicePath("/dev/null"))
+	if err != nil {
+		t.Skipf("cannot open /dev/null read-write: %v", err)
+	}
+	defer d.Close()
+	for _, name := range []string{"", "..", "a b", "ä", string(make64('n'))} {
+		_, err := d.Create(context.Background(), CreateRequest{Name: name, MemLimit: 1})
+		// /dev/null would say ENOTTY: EINVAL proves no call was made.
+		if !errors.Is(err, ErrInvalid) || !errors.Is(err, unix.EINVAL) {
+			t.Errorf("create %q: %v, want ErrInvalid before the call", name, err)
+		}
+	}
+}

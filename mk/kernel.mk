@@ -1,0 +1,13 @@
+# The daemon's kernel client and GPU discovery: their test binaries for the
+# VM guest, and the suite that runs them there.
+
+GUEST_EXTRA += guest-kernel-tests
+
+.PHONY: guest-kernel-tests kclient-vm-test
+
+guest-kernel-tests: ## static test binaries of internal/kernel and internal/gpu for the guest
+	@mkdir -p $(GUEST_BIN)
+	@CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags '-s -w' -o $(GUEST_BIN)/kernel.test ./internal/kernel
+
+kclient-vm-test: deps guest ## the Go kernel client against the real cgpu.ko in the VM
+	tests/vm/run --suite kclient

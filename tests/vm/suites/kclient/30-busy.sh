@@ -1,0 +1,7 @@
+#!/bin/sh
+# fakecuda holding memory in an attached cgroup: stats show it, destroy and
+# a lower limit are EBUSY (ErrBusy), destroy works once it is gone.
+. /opt/cgpu/lib.sh
+. "$(dirname "$0")/run-go-test.inc"
+module_loaded cgpu || fail "cgpu.ko is not loaded"
+go_vm_test kernel.test '^TestVMBusy$'
