@@ -123,11 +123,16 @@ func (m *Manager) probe() error {
 	}
 	m.probed = true
 	m.probeErr = func() error {
-		if err := rlimit.RemoveMemlock(); err != nil {
-			return fmt.Errorf("device filter: remove the memlock rlimit: %w", err)
-		}
+		// Without privilege both fail; the probe's error says more.
+		memErr := rlimit.RemoveMemlock()
 		if err := features.HaveProgramType(ebpf.CGroupDevice); err != nil {
-			return fmt.Errorf("device filter: the kernel cannot load BPF_PROG_TYPE_CGROUP_DEVICE programs (needs CONFIG_CGROUP_BPF, and root or CAP_BPF+CAP_NET_ADMIN): %w", err)
+			if memErr != nil {
+				err = fmt.Errorf("%w (and raising the memlock rlimit failed: %v)", err, memErr)
+			}
+			return fmt.Errorf("device filter: cannot load BPF_PROG_TYPE_CGROUP_DEVICE programs (they need CONFIG_CGROUP_BPF and root, or CAP_BPF with CAP_NET_ADMIN): %w", err)
+		}
+		if memErr != nil {
+			return fmt.Errorf("device filter: remove the memlock rlimit: %w", memErr)
 		}
 		var st unix.Statfs_t
 		if err := unix.Statfs(m.bpffs, &st); err != nil {
