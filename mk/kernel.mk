@@ -8,6 +8,7 @@ GUEST_EXTRA += guest-kernel-tests
 guest-kernel-tests: ## static test binaries of internal/kernel and internal/gpu for the guest
 	@mkdir -p $(GUEST_BIN)
 	@CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags '-s -w' -o $(GUEST_BIN)/kernel.test ./internal/kernel
+	@CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags '-s -w' -o $(GUEST_BIN)/gpu.test ./internal/gpu
 
 kclient-vm-test: deps guest ## the Go kernel client against the real cgpu.ko in the VM
 	tests/vm/run --suite kclient
