@@ -183,3 +183,18 @@ func (c Config) NeedRestart(d Config) []string {
 	}
 	return keys
 }
+
+// WithReloaded returns c with the reloadable keys taken from n: what a
+// reload puts in force while the other keys wait for a restart.
+func (c Config) WithReloaded(n Config) Config {
+	cv, nv := reflect.ValueOf(&c).Elem(), reflect.ValueOf(n)
+	for i := range cv.NumField() {
+		key := cv.Type().Field(i).Tag.Get("toml")
+		for _, r := range Reloadable {
+			if r == key {
+				cv.Field(i).Set(nv.Field(i))
+			}
+		}
+	}
+	return c
+}

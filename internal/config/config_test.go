@@ -130,6 +130,10 @@ func TestFlagsOverrideTheFile(t *testing.T) {
 	if got := strings.Join(c.Changed(c2), ","); got != "socket,placement" {
 		t.Errorf("changed: %q", got)
 	}
+	inForce := c.WithReloaded(c2)
+	if inForce.Placement != "binpack" || inForce.Socket != "/run/a.sock" {
+		t.Errorf("in force after reload: placement %s socket %s", inForce.Placement, inForce.Socket)
+	}
 }
 
 func TestMissingFile(t *testing.T) {
