@@ -325,3 +325,8 @@ func decode(name string, v []byte, rec *Record) error {
 	}
 	return nil
 }
+
+// Sync returns once every write queued before it is on disk.
+func (s *Store) Sync(ctx context.Context) error {
+	return wait(s.submit(func(*bolt.Tx) error { return nil }))
+}
