@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
 	"github.com/cgpu-dev/cgpu/internal/config"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 )
 
@@ -445,6 +446,9 @@ func TestMetricsAddress(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	h.writeConf(fmt.Sprintf("socket = %q\nmetrics_address = %q\n", h.sock, addr))
+	h.buildFn = func(_ context.Context, _ config.Config, log *logrus.Logger) (Parts, error) {
+		return Parts{Manager: h.mgr, Collectors: []prometheus.Collector{Collector(h.mgr, log)}}, nil
+	}
 	h.start()
 	h.waitReady()
 	get(t, h.sock, "/v1/version")
@@ -454,7 +458,7 @@ func TestMetricsAddress(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(b), "cgpud_api_requests_total") {
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "cgpu_api_requests_total") || !strings.Contains(string(b), "cgpu_gpu_memory_total_bytes") {
 		t.Errorf("TCP /metrics: %d %.300s", resp.StatusCode, b)
 	}
 	resp, err = http.Get("http://" + addr + "/v1/version")

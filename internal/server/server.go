@@ -60,11 +60,11 @@ func New(svc Service, opts ...Option) *Server {
 		resolve:  SOPeerCred("/proc"),
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cgpud_api_requests_total",
+			Name: "cgpu_api_requests_total",
 			Help: "API requests served on the socket, by route and status code.",
 		}, []string{"route", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "cgpud_api_request_duration_seconds",
+			Name:    "cgpu_api_request_duration_seconds",
 			Help:    "Time to serve an API request, by route.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route"}),

@@ -201,7 +201,7 @@ func TestRoutes(t *testing.T) {
 		{"unknown path", "GET", "/v2/version", "", 404, "not_found", "", "/v2/version"},
 		{"wrong method", "PUT", "/v1/instances", "", 405, "method_not_allowed", "", "allowed: "},
 		{"wrong method on name", "POST", "/v1/instances/n1", "", 405, "method_not_allowed", "", "method not allowed"},
-		{"metrics", "GET", "/metrics", "", 200, "", "", "cgpud_api_requests_total"},
+		{"metrics", "GET", "/metrics", "", 200, "", "", "cgpu_api_requests_total"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -500,7 +500,7 @@ func TestMetricsCollectors(t *testing.T) {
 	c := serve(t, s)
 	do(t, c, "GET", "/v1/version", "", nil)
 	r := do(t, c, "GET", "/metrics", "", nil)
-	for _, want := range []string{"cgpu_test_value 42", `cgpud_api_requests_total{code="200",route="GET /v1/version"} 1`} {
+	for _, want := range []string{"cgpu_test_value 42", `cgpu_api_requests_total{code="200",route="GET /v1/version"} 1`} {
 		if !bytes.Contains(r.body, []byte(want)) {
 			t.Errorf("/metrics lacks %q:\n%s", want, r.body)
 		}
