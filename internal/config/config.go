@@ -99,8 +99,9 @@ func Default() Config {
 }
 
 // Reloadable are the keys a SIGHUP applies; a change to any other key is
-// logged as needing a restart.
-var Reloadable = []string{"log_level", "log_format", "placement", "sweep_interval"}
+// logged as needing a restart (sweep_interval among them: the container
+// watch is built with it).
+var Reloadable = []string{"log_level", "log_format", "placement"}
 
 // Validate checks every value.
 func (c Config) Validate() error {

@@ -42,8 +42,8 @@ type Manager interface {
 type Parts struct {
 	Manager    Manager
 	Collectors []prometheus.Collector
-	// Reload applies the reloadable keys (placement, sweep_interval); may
-	// be nil.
+	// Reload applies the reloadable keys the parts use (placement); may be
+	// nil.
 	Reload func(config.Config)
 	// Close releases what the parts hold (state store, /dev/cgpu); kernel
 	// instances stay. May be nil.

@@ -521,3 +521,27 @@ func TestMainFlags(t *testing.T) {
 		t.Errorf("--bogus: %d", rc)
 	}
 }
+
+type placementSpy struct {
+	fakeManager
+	got []string
+}
+
+func (p *placementSpy) CreateInstance(_ context.Context, req v1.CreateRequest) (v1.Instance, error) {
+	p.got = append(p.got, req.Placement)
+	return v1.Instance{}, nil
+}
+
+func TestPlacementReload(t *testing.T) {
+	spy := &placementSpy{}
+	pm := withPlacement(spy, v1.PlacementBinpack)
+	ctx := context.Background()
+	pm.CreateInstance(ctx, v1.CreateRequest{})
+	pm.placement.Store(v1.PlacementSpread)
+	pm.CreateInstance(ctx, v1.CreateRequest{})
+	pm.CreateInstance(ctx, v1.CreateRequest{Placement: v1.PlacementBinpack})
+	pm.CreateInstance(ctx, v1.CreateRequest{GPUs: []string{"0"}})
+	if got := strings.Join(spy.got, ","); got != "binpack,spread,binpack," {
+		t.Errorf("placements %q", got)
+	}
+}
