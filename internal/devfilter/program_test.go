@@ -166,6 +166,23 @@ func TestProgramVerdicts(t *testing.T) {
 	}
 }
 
+// A rule over a range of minors that does not start at 0, with a hole:
+// the builder's JLT/JGT path, which the rule set of today does not use.
+func TestRangeRuleVerdicts(t *testing.T) {
+	insts, err := instructions([]rule{{name: "r", major: 7, first: 2, last: 5, except: []uint32{3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for minor, want := range map[uint32]bool{0: true, 1: true, 2: false, 3: true, 4: false, 5: false, 6: true} {
+		if got := run(t, insts, 2, 2, 7, minor); got != want {
+			t.Errorf("7:%d allowed = %v, want %v", minor, got, want)
+		}
+	}
+	if !run(t, insts, 2, 2, 8, 2) {
+		t.Error("8:2 denied by a rule for major 7")
+	}
+}
+
 func TestRulesErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -435,6 +435,35 @@ func TestVMCgroupGone(t *testing.T) {
 	expectOpens(t, "new cgroup, no filter", again, map[string]string{devGPU1: ok})
 }
 
+// A pin whose link someone detached (bpftool link detach) guards nothing;
+// the next Apply notices and makes a new link.
+func TestVMDetachedPinIsRebuilt(t *testing.T) {
+	vmOnly(t)
+	ctx := context.Background()
+	dir, id := newCgroup(t, "", "devfilter-detached")
+	m := newManager(t)
+	if err := m.Apply(ctx, dir, id, []uint32{0}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Remove(ctx, id) })
+	l, err := link.LoadPinnedLink(m.pinPath(id), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	expectOpens(t, "link detached", dir, map[string]string{devGPU1: ok})
+	if err := m.Apply(ctx, dir, id, []uint32{0}); err != nil {
+		t.Fatalf("Apply over a detached pin: %v", err)
+	}
+	expectOpens(t, "after Apply", dir, map[string]string{devGPU0: ok, devGPU1: eperm})
+	if n := attached(t, dir); n != 1 {
+		t.Errorf("%d programs attached, want 1", n)
+	}
+}
+
 // Without privilege the probe fails with a message that says what is
 // missing, rather than a bare EPERM from the first load.
 func TestVMProbeUnprivileged(t *testing.T) {
