@@ -51,9 +51,8 @@ type Manager struct {
 	cgroupRoot string
 	log        logrus.FieldLogger
 
-	mu       sync.Mutex
-	probed   bool
-	probeErr error
+	mu     sync.Mutex
+	probed bool // Probe passed
 }
 
 // Option configures a Manager.
@@ -117,33 +116,32 @@ func (m *Manager) Probe(ctx context.Context) error {
 	return m.probe()
 }
 
+// probe remembers success only: a failure (bpffs not mounted yet) is
+// tried again on the next call.
 func (m *Manager) probe() error {
 	if m.probed {
-		return m.probeErr
+		return nil
+	}
+	// Without privilege both fail; the probe's error says more.
+	memErr := rlimit.RemoveMemlock()
+	if err := features.HaveProgramType(ebpf.CGroupDevice); err != nil {
+		if memErr != nil {
+			err = fmt.Errorf("%w (and raising the memlock rlimit failed: %v)", err, memErr)
+		}
+		return fmt.Errorf("device filter: cannot load BPF_PROG_TYPE_CGROUP_DEVICE programs (they need CONFIG_CGROUP_BPF and root, or CAP_BPF with CAP_NET_ADMIN): %w", err)
+	}
+	if memErr != nil {
+		return fmt.Errorf("device filter: remove the memlock rlimit: %w", memErr)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(m.bpffs, &st); err != nil {
+		return fmt.Errorf("device filter: bpffs at %s: %w", m.bpffs, err)
+	}
+	if st.Type != unix.BPF_FS_MAGIC {
+		return fmt.Errorf("device filter: %s is not a bpffs mount (mount -t bpf bpf %s)", m.bpffs, m.bpffs)
 	}
 	m.probed = true
-	m.probeErr = func() error {
-		// Without privilege both fail; the probe's error says more.
-		memErr := rlimit.RemoveMemlock()
-		if err := features.HaveProgramType(ebpf.CGroupDevice); err != nil {
-			if memErr != nil {
-				err = fmt.Errorf("%w (and raising the memlock rlimit failed: %v)", err, memErr)
-			}
-			return fmt.Errorf("device filter: cannot load BPF_PROG_TYPE_CGROUP_DEVICE programs (they need CONFIG_CGROUP_BPF and root, or CAP_BPF with CAP_NET_ADMIN): %w", err)
-		}
-		if memErr != nil {
-			return fmt.Errorf("device filter: remove the memlock rlimit: %w", memErr)
-		}
-		var st unix.Statfs_t
-		if err := unix.Statfs(m.bpffs, &st); err != nil {
-			return fmt.Errorf("device filter: bpffs at %s: %w", m.bpffs, err)
-		}
-		if st.Type != unix.BPF_FS_MAGIC {
-			return fmt.Errorf("device filter: %s is not a bpffs mount (mount -t bpf bpf %s)", m.bpffs, m.bpffs)
-		}
-		return nil
-	}()
-	return m.probeErr
+	return nil
 }
 
 // Apply puts a filter on the cgroup at cgroupPath (absolute under the
