@@ -148,7 +148,9 @@ func (d *Daemon) gid(name, key string) int64 {
 	gid, err := d.lookup(name)
 	if err != nil {
 		lvl := logrus.WarnLevel
-		if !errors.Is(err, fs.ErrNotExist) {
+		if key == "socket_group" && errors.Is(err, fs.ErrNotExist) {
+			lvl = logrus.DebugLevel // Listen has warned already
+		} else if !errors.Is(err, fs.ErrNotExist) {
 			lvl = logrus.ErrorLevel
 		}
 		d.log.WithFields(logrus.Fields{"key": key, "group": name}).WithError(err).Log(lvl, "group not found: its members get no access, root still has")
@@ -211,8 +213,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		}
 	}()
+	status := parts.Status
+	if status == "" {
+		status = "serving"
+	}
+	// A failed reconciliation (no module, no GPUs, a kernel instance that
+	// could not be repaired) leaves the daemon up and degraded: Health
+	// says why, reads work, and the Manager refuses what it cannot do.
 	if err := parts.Manager.Reconcile(ctx); err != nil {
-		return fmt.Errorf("reconcile: %w", err)
+		d.log.WithError(err).Error("reconcile: serving degraded")
+		status = "degraded: " + strings.ReplaceAll(err.Error(), "\n", "; ")
 	}
 
 	lns, activated, err := d.listen(cfg)
@@ -274,10 +284,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		"socket": strings.Join(addrs, ","), "activated": activated,
 		"startup": time.Since(start).Round(time.Millisecond), "placement": cfg.Placement,
 	}).Info("cgpud ready")
-	status := parts.Status
-	if status == "" {
-		status = "serving"
-	}
 	d.sdNotify("READY=1\nSTATUS=" + status)
 	close(d.ready)
 	stopWatchdog := d.startWatchdog(func(ctx context.Context) { parts.Manager.Health(ctx) })

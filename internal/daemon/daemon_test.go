@@ -355,6 +355,22 @@ func TestSocketActivation(t *testing.T) {
 	}
 }
 
+func TestReconcileFailureServesDegraded(t *testing.T) {
+	h := newHarness(t, "")
+	h.mgr.reconcileErr = errors.New("cgpu.ko is not loaded")
+	h.start()
+	h.waitReady()
+	if h.notes.has("READY=1\nSTATUS=degraded: cgpu.ko is not loaded") != 1 {
+		t.Errorf("notifications %q", h.notes.states)
+	}
+	if code, _ := get(t, h.sock, "/v1/version"); code != 200 {
+		t.Errorf("version: %d", code)
+	}
+	if err := h.stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestWatchdog(t *testing.T) {
 	h := newHarness(t, "")
 	h.start(WithWatchdog(func() (time.Duration, error) { return 40 * time.Millisecond, nil }))
@@ -387,7 +403,6 @@ func TestFailuresBeforeReady(t *testing.T) {
 				return Parts{}, errors.New("no GPUs")
 			}
 		}, "no GPUs"},
-		{"reconcile", func(h *harness) { h.mgr.reconcileErr = errors.New("store locked") }, "reconcile: store locked"},
 		{"live daemon on the socket", func(h *harness) {
 			if err := os.MkdirAll(filepath.Dir(h.sock), 0o755); err != nil {
 				t.Fatal(err)
