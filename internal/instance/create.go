@@ -195,6 +195,13 @@ func (m *Manager) placeLocked(req v1.CreateRequest, maxInst uint32) ([]gpu.GPU, 
 		if len(m.inv.GPUs) == 1 {
 			return nil, firstErr
 		}
+		var largest uint64
+		for _, g := range m.inv.GPUs {
+			largest = max(largest, g.MemoryTotal)
+		}
+		if req.Memory > largest {
+			return nil, createErr(ErrInvalid, nil, "no GPU has %s in all (the largest has %s)", human(req.Memory), human(largest))
+		}
 		return nil, createErr(ErrNoSpace, nil, "no GPU has room for %s (the first: %s)", human(req.Memory), strings.TrimPrefix(firstErr.Error(), v1.ErrorPrefixCreate))
 	}
 	return []gpu.GPU{*best}, nil

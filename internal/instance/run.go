@@ -45,3 +45,7 @@ func (m *Manager) cgroupGone(ctx context.Context, g cgroup.Gone) {
 	}
 	log.Info("cgroup gone; instance destroyed")
 }
+
+// Close releases the cgroup watcher (Run does too when it returns). The
+// store and the kernel client belong to the caller.
+func (m *Manager) Close() error { return m.watcher.Close() }
