@@ -19,7 +19,7 @@ CHECKPATCH := $(ROOT)/build/tools/checkpatch/checkpatch.pl
 all: go-build modules guest ## build everything that builds on this host
 
 help: ## this list
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
 
 deps: ## install the Debian packages the build and tests need (idempotent)
 	@scripts/install-deps
