@@ -74,6 +74,9 @@ func TestVMLifecycle(t *testing.T) {
 	if v.ABIMajor != ABIMajor || v.ABIMinor != ABIMinor || v.NameLen != NameLen || v.MaxInst != MaxInstPerGPU {
 		t.Fatalf("version %+v", v)
 	}
+	if err := CompatibleABI(v); err != nil {
+		t.Fatal(err)
+	}
 	id, err := d.Create(ctx, CreateRequest{Name: "kc-a", GPU: 0, MemLimit: 256 << 20, Weight: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -91,3 +91,16 @@ func invalid(op string, why error) error {
 }
 
 var errClosed = errors.New("kernel client is closed")
+
+// ErrABI means the loaded module speaks another major ABI than this build.
+var ErrABI = errors.New("cgpu.ko speaks another ABI")
+
+// CompatibleABI says whether a module answering v can be driven by this
+// build: same major (a minor only adds commands).
+func CompatibleABI(v Version) error {
+	if v.ABIMajor != ABIMajor || v.NameLen != NameLen {
+		return fmt.Errorf("module ABI %d.%d (names of %d bytes), this build %d.%d (%d): %w",
+			v.ABIMajor, v.ABIMinor, v.NameLen, ABIMajor, ABIMinor, NameLen, ErrABI)
+	}
+	return nil
+}

@@ -361,3 +361,13 @@ func (f *Fake) Calls() int {
 	defer f.mu.Unlock()
 	return f.calls
 }
+
+// Reset drops every instance and binding, as a module reload does; ids
+// keep growing.
+func (f *Fake) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.insts)
+	clear(f.names)
+	clear(f.bound)
+}

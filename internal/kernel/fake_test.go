@@ -253,3 +253,41 @@ func TestErrorMessage(t *testing.T) {
 		t.Errorf("EPERM error %v matches wrong things", err)
 	}
 }
+
+func TestFakeReset(t *testing.T) {
+	ctx := context.Background()
+	f := NewFake()
+	id := mustCreate(t, f, "a", 0, gib, 0)
+	if err := f.Attach(ctx, id, 5); err != nil {
+		t.Fatal(err)
+	}
+	f.Reset()
+	if ids, _ := f.List(ctx); len(ids) != 0 {
+		t.Fatalf("list after reset: %v", ids)
+	}
+	id2 := mustCreate(t, f, "a", 0, gib, 0)
+	if id2 == id {
+		t.Errorf("id %d reused after reset", id)
+	}
+	if err := f.Attach(ctx, id2, 5); err != nil {
+		t.Errorf("cgroup still bound after reset: %v", err)
+	}
+}
+
+func TestCompatibleABI(t *testing.T) {
+	cases := []struct {
+		v  Version
+		ok bool
+	}{
+		{Version{ABIMajor: 1, ABIMinor: 0, NameLen: 64}, true},
+		{Version{ABIMajor: 1, ABIMinor: 3, NameLen: 64}, true},
+		{Version{ABIMajor: 2, NameLen: 64}, false},
+		{Version{ABIMajor: 1, NameLen: 32}, false},
+	}
+	for _, c := range cases {
+		err := CompatibleABI(c.v)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrABI)) {
+			t.Errorf("CompatibleABI(%+v) = %v", c.v, err)
+		}
+	}
+}
