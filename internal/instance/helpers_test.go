@@ -249,3 +249,13 @@ func names(ins []v1.Instance) []string {
 }
 
 func isKind(err, kind error) bool { return err != nil && errors.Is(err, kind) }
+
+func cgroupGoneOf(m *Manager, name string) cgroup.Gone {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.byName[name]
+	if e == nil {
+		return cgroup.Gone{}
+	}
+	return cgroup.Gone{ID: e.rec.CgroupID, Path: e.rec.Cgroup, By: "test"}
+}
