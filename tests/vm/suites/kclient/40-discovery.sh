@@ -2,15 +2,19 @@
 # internal/gpu's New, as the daemon calls it, in a binary built without cgo
 # (so without NVML): it falls back to procfs and the RM ABI and finds
 # exactly the two mock GPUs nvmock.ko was loaded with, memory included.
+# shellcheck source=SCRIPTDIR/../../lib.sh
 . /opt/cgpu/lib.sh
+# shellcheck source=SCRIPTDIR/run-go-test.inc
 . "$(dirname "$0")/run-go-test.inc"
 
+# Back to the default mock GPUs for the tests after this one, pass or fail.
+trap 'reload_nvmock' EXIT
 reload_nvmock num_gpus=2 mem_mib=4096,12288 gpu_names=Mock-A,Mock-B \
 	gpu_uuids=GPU-00000000-1111-2222-3333-444444444444,GPU-AAAAAAAA-bbbb-cccc-dddd-eeeeeeeeeeee \
 	version=580.65.06
-CGPU_VM_DISCOVERY_WANT='{"DriverVersion":"580.65.06","Source":"procfs","GPUs":[
+# The inventory TestVMDiscover wants, in JSON (its quotes are data).
+# shellcheck disable=SC2089,SC2090
+export CGPU_VM_DISCOVERY_WANT='{"DriverVersion":"580.65.06","Source":"procfs","GPUs":[
  {"Index":0,"Minor":0,"UUID":"GPU-00000000-1111-2222-3333-444444444444","Name":"Mock-A","BusID":"0000:01:00.0","MemoryTotal":4294967296},
  {"Index":1,"Minor":1,"UUID":"GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee","Name":"Mock-B","BusID":"0000:02:00.0","MemoryTotal":12884901888}]}'
-export CGPU_VM_DISCOVERY_WANT
 go_vm_test gpu.test '^TestVMDiscover$'
-reload_nvmock
