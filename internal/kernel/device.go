@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -73,11 +74,17 @@ func (d *Device) ioctl(req uint, arg unsafe.Pointer) (unix.Errno, error) {
 	return errno, nil
 }
 
-// do runs a command and turns its errno into an *Error.
-func (d *Device) do(op, detail string, req uint, arg unsafe.Pointer) error {
+// do runs a command, unless ctx is done already, and turns its errno into
+// an *Error. A command itself is not interruptible: the module answers at
+// once.
+func (d *Device) do(ctx context.Context, op, detail string, req uint, arg unsafe.Pointer) error {
+	what := strings.TrimSpace("cgpu " + op + " " + detail)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	errno, err := d.ioctl(req, arg)
 	if err != nil {
-		return fmt.Errorf("cgpu %s %s: %w", op, detail, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if errno != 0 {
 		return errnoError(op, detail, errno)
@@ -88,7 +95,7 @@ func (d *Device) do(op, detail string, req uint, arg unsafe.Pointer) error {
 // Version implements Client.
 func (d *Device) Version(ctx context.Context) (Version, error) {
 	var v cgpuVersion
-	if err := d.do("version", "", iocVersion, unsafe.Pointer(&v)); err != nil {
+	if err := d.do(ctx, "version", "", iocVersion, unsafe.Pointer(&v)); err != nil {
 		return Version{}, err
 	}
 	return Version{ABIMajor: v.ABIMajor, ABIMinor: v.ABIMinor, MaxInst: v.MaxInst, NameLen: v.NameLen}, nil
@@ -101,7 +108,7 @@ func (d *Device) Create(ctx context.Context, req CreateRequest) (uint64, error) 
 	}
 	c := cgpuCreate{MemLimit: req.MemLimit, GPU: req.GPU, Weight: req.Weight}
 	copy(c.Name[:], req.Name)
-	if err := d.do("create", fmt.Sprintf("%q on GPU %d", req.Name, req.GPU), iocCreate, unsafe.Pointer(&c)); err != nil {
+	if err := d.do(ctx, "create", fmt.Sprintf("%q on GPU %d", req.Name, req.GPU), iocCreate, unsafe.Pointer(&c)); err != nil {
 		return 0, err
 	}
 	return c.ID, nil
@@ -113,37 +120,37 @@ func (d *Device) Destroy(ctx context.Context, id uint64, force bool) error {
 	if force {
 		c.Flags = destroyForce
 	}
-	return d.do("destroy", fmt.Sprintf("instance %d", id), iocDestroy, unsafe.Pointer(&c))
+	return d.do(ctx, "destroy", fmt.Sprintf("instance %d", id), iocDestroy, unsafe.Pointer(&c))
 }
 
 // Attach implements Client.
 func (d *Device) Attach(ctx context.Context, id, cgroupID uint64) error {
 	c := cgpuAttach{ID: id, CgroupID: cgroupID}
-	return d.do("attach", fmt.Sprintf("cgroup %d to instance %d", cgroupID, id), iocAttach, unsafe.Pointer(&c))
+	return d.do(ctx, "attach", fmt.Sprintf("cgroup %d to instance %d", cgroupID, id), iocAttach, unsafe.Pointer(&c))
 }
 
 // Detach implements Client.
 func (d *Device) Detach(ctx context.Context, id, cgroupID uint64) error {
 	c := cgpuAttach{ID: id, CgroupID: cgroupID}
-	return d.do("detach", fmt.Sprintf("cgroup %d from instance %d", cgroupID, id), iocDetach, unsafe.Pointer(&c))
+	return d.do(ctx, "detach", fmt.Sprintf("cgroup %d from instance %d", cgroupID, id), iocDetach, unsafe.Pointer(&c))
 }
 
 // SetLimit implements Client.
 func (d *Device) SetLimit(ctx context.Context, id, memLimit uint64) error {
 	c := cgpuSet{ID: id, MemLimit: memLimit, Flags: setMemLimit}
-	return d.do("set", fmt.Sprintf("limit of instance %d to %d", id, memLimit), iocSet, unsafe.Pointer(&c))
+	return d.do(ctx, "set", fmt.Sprintf("limit of instance %d to %d", id, memLimit), iocSet, unsafe.Pointer(&c))
 }
 
 // SetWeight implements Client.
 func (d *Device) SetWeight(ctx context.Context, id uint64, weight uint32) error {
 	c := cgpuSet{ID: id, Weight: weight, Flags: setWeight}
-	return d.do("set", fmt.Sprintf("weight of instance %d to %d", id, weight), iocSet, unsafe.Pointer(&c))
+	return d.do(ctx, "set", fmt.Sprintf("weight of instance %d to %d", id, weight), iocSet, unsafe.Pointer(&c))
 }
 
 // Stats implements Client.
 func (d *Device) Stats(ctx context.Context, id uint64) (Stats, error) {
 	s := cgpuStats{ID: id}
-	if err := d.do("stats", fmt.Sprintf("instance %d", id), iocStats, unsafe.Pointer(&s)); err != nil {
+	if err := d.do(ctx, "stats", fmt.Sprintf("instance %d", id), iocStats, unsafe.Pointer(&s)); err != nil {
 		return Stats{}, err
 	}
 	name := s.Name[:]
@@ -168,7 +175,7 @@ func (d *Device) List(ctx context.Context) ([]uint64, error) {
 	for {
 		ids := make([]uint64, capacity)
 		l := cgpuList{IDs: uint64(uintptr(unsafe.Pointer(&ids[0]))), Capacity: capacity}
-		err := d.do("list", "", iocList, unsafe.Pointer(&l))
+		err := d.do(ctx, "list", "", iocList, unsafe.Pointer(&l))
 		runtime.KeepAlive(ids)
 		if err != nil {
 			return nil, err

@@ -52,3 +52,17 @@ func TestDeviceValidatesNamesBeforeTheCall(t *testing.T) {
 		}
 	}
 }
+
+func TestDeviceDoneContextMakesNoCall(t *testing.T) {
+	d, err := New(WithDevicePath("/dev/null"))
+	if err != nil {
+		t.Skipf("cannot open /dev/null read-write: %v", err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// /dev/null would answer ENOTTY: context.Canceled proves no call.
+	if err := d.Destroy(ctx, 1, false); !errors.Is(err, context.Canceled) || errors.Is(err, unix.ENOTTY) {
+		t.Errorf("destroy with a done context: %v", err)
+	}
+}
