@@ -94,6 +94,7 @@ func Build(ctx context.Context, c config.Config, log *logrus.Logger) (Parts, err
 	if err != nil {
 		return fail(err)
 	}
+	closers = append(closers, m.Close)
 	status := "serving"
 	if dev == nil {
 		status = "degraded: cgpu.ko not loaded"

@@ -1,0 +1,377 @@
+// Command daemonbench is cgpud's host benchmark (issue 4): the real API
+// stack (Unix socket, SO_PEERCRED, HTTP, strict decoding, the instance
+// Manager, bbolt with fsync) over kernel.Fake and an in-memory device
+// filter, measured against an empty handler on the same kind of socket and
+// against one fsync'd bbolt write, all in the same run.
+//
+// The daemon side runs in a child process (this binary with -serve), so
+// its RSS is the daemon's alone. Output: a table, then `bench: NAME VALUE
+// UNIT` lines.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+const (
+	numGPUs    = 16
+	perGPU     = 20
+	gpuMemory  = 80 << 30
+	sliceBytes = 1 << 30
+	clients    = 32
+)
+
+func main() {
+	serve := flag.Bool("serve", false, "run the daemon side (internal)")
+	dir := flag.String("dir", "", "work directory (internal)")
+	seq := flag.Int("seq", 300, "sequential create+destroy round trips")
+	conc := flag.Int("conc", 1500, "round trips spread over the 32 concurrent clients")
+	fsyncs := flag.Int("fsync", 300, "fsync'd bbolt writes for the floor")
+	flag.Parse()
+	if *serve {
+		if err := runServer(*dir); err != nil {
+			fmt.Fprintln(os.Stderr, "daemonbench -serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(*seq, *conc, *fsyncs); err != nil {
+		fmt.Fprintln(os.Stderr, "daemonbench:", err)
+		os.Exit(1)
+	}
+}
+
+func unixClient(sock string, conns int) *http.Client {
+	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+}
+
+func call(c *http.Client, method, path string, body []byte, want int) (time.Duration, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, "http://cgpud"+path, r)
+	if err != nil {
+		return 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	d := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != want {
+		return 0, fmt.Errorf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
+	}
+	return d, nil
+}
+
+func createBody(name, cgroup string) []byte {
+	b, _ := json.Marshal(map[string]any{"name": name, "container_id": name, "cgroup": cgroup, "memory": sliceBytes})
+	return b
+}
+
+// roundTrips runs n create+destroy pairs over workers clients; it returns
+// the create latencies and the wall time.
+func roundTrips(c *http.Client, n, workers int, prefix string, cgroupOf func(w int) string) ([]time.Duration, time.Duration, error) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				name := fmt.Sprintf("%s%d", prefix, i)
+				d, err := call(c, "POST", "/v1/instances", createBody(name, cgroupOf(w)), http.StatusCreated)
+				if err == nil {
+					_, err = call(c, "DELETE", "/v1/instances/"+name, nil, http.StatusNoContent)
+				}
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				lat = append(lat, d)
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, time.Since(start), firstErr
+}
+
+// emptyTrips is the baseline: the same requests to the empty handler.
+func emptyTrips(c *http.Client, n, workers int) ([]time.Duration, time.Duration, error) {
+	return roundTripsOn(c, n, workers, "/empty")
+}
+
+func roundTripsOn(c *http.Client, n, workers int, path string) ([]time.Duration, time.Duration, error) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				d, err := call(c, "POST", path, createBody(fmt.Sprintf("e%d", i), "/x"), http.StatusCreated)
+				if err == nil {
+					_, err = call(c, "DELETE", path, nil, http.StatusNoContent)
+				}
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				lat = append(lat, d)
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, time.Since(start), firstErr
+}
+
+func pct(ds []time.Duration, p float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	i := int(float64(len(s)-1) * p)
+	return s[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// floor is one fsync'd bbolt write of about an instance record's size,
+// on the same filesystem as the daemon's state: the physical floor of a
+// crash-safe create.
+type floor struct {
+	db  *bolt.DB
+	val []byte
+	n   int
+	lat []time.Duration
+}
+
+func openFloor(dir string) (*floor, error) {
+	db, err := bolt.Open(filepath.Join(dir, "floor.db"), 0o600, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &floor{db: db, val: bytes.Repeat([]byte("x"), 400)}, nil
+}
+
+func (f *floor) write() error {
+	start := time.Now()
+	err := f.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("b"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(strconv.Itoa(f.n%64)), f.val)
+	})
+	f.n++
+	f.lat = append(f.lat, time.Since(start))
+	return err
+}
+
+func rssOf(pid int) (rss, hwm uint64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseUint(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = v << 10
+		case "VmHWM:":
+			hwm = v << 10
+		}
+	}
+	return rss, hwm, nil
+}
+
+func run(nSeq, nConc, nFsync int) error {
+	dir, err := os.MkdirTemp("", "daemonbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	// The container cgroups: plain directories (the resolver's cgroup2
+	// check is off in the bench).
+	cgRoot := filepath.Join(dir, "cgroup")
+	for i := range max(clients, numGPUs*perGPU) {
+		if err := os.MkdirAll(filepath.Join(cgRoot, "bench", fmt.Sprintf("c%d", i)), 0o755); err != nil {
+			return err
+		}
+	}
+	child := exec.Command(self, "-serve", "-dir", dir)
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := child.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		child.Process.Signal(os.Interrupt)
+		child.Wait()
+	}()
+	line := make([]byte, 64)
+	n, err := out.Read(line)
+	if err != nil || !strings.HasPrefix(string(line[:n]), "ready") {
+		return fmt.Errorf("daemon side did not start: %q %v", line[:n], err)
+	}
+	api := unixClient(filepath.Join(dir, "api.sock"), clients)
+	empty := unixClient(filepath.Join(dir, "empty.sock"), clients)
+	cg := func(w int) string { return fmt.Sprintf("/bench/c%d", w) }
+
+	// Warm both paths up (connections, page cache, bbolt's first pages).
+	if _, _, err := roundTrips(api, 20, 1, "warm", cg); err != nil {
+		return err
+	}
+	if _, _, err := emptyTrips(empty, 20, 1); err != nil {
+		return err
+	}
+	fl, err := openFloor(dir)
+	if err != nil {
+		return fmt.Errorf("fsync floor: %w", err)
+	}
+	defer fl.db.Close()
+	// The sequential trips and the floor's writes alternate, so both meet
+	// the same disk (a shared machine's disk drifts over seconds).
+	var seqLat []time.Duration
+	var seqWall time.Duration
+	for i := range nSeq {
+		if i < nFsync {
+			if err := fl.write(); err != nil {
+				return fmt.Errorf("fsync floor: %w", err)
+			}
+		}
+		lat, wall, err := roundTrips(api, 1, 1, fmt.Sprintf("s%d-", i), cg)
+		if err != nil {
+			return fmt.Errorf("sequential: %w", err)
+		}
+		seqLat, seqWall = append(seqLat, lat...), seqWall+wall
+	}
+	floor := fl.lat
+	concLat, concWall, err := roundTrips(api, nConc, clients, "p", cg)
+	if err != nil {
+		return fmt.Errorf("concurrent: %w", err)
+	}
+	eSeqLat, eSeqWall, err := emptyTrips(empty, nSeq, 1)
+	if err != nil {
+		return err
+	}
+	eConcLat, eConcWall, err := emptyTrips(empty, nConc, clients)
+	if err != nil {
+		return err
+	}
+	// Fill the node: 16 GPUs x 20 instances, then read the daemon's RSS.
+	for i := range numGPUs * perGPU {
+		name := fmt.Sprintf("full%d", i)
+		b, _ := json.Marshal(map[string]any{"name": name, "container_id": name, "cgroup": cg(i), "memory": sliceBytes,
+			"gpus": []string{strconv.Itoa(i % numGPUs)}})
+		if _, err := call(api, "POST", "/v1/instances", b, http.StatusCreated); err != nil {
+			return fmt.Errorf("fill: %w", err)
+		}
+	}
+	if _, err := call(api, "GET", "/v1/instances", nil, http.StatusOK); err != nil {
+		return err
+	}
+	if _, err := call(api, "GET", "/metrics", nil, http.StatusOK); err != nil {
+		return err
+	}
+	rss, hwm, err := rssOf(child.Process.Pid)
+	if err != nil {
+		return err
+	}
+
+	seqRate := float64(nSeq) / seqWall.Seconds()
+	concRate := float64(nConc) / concWall.Seconds()
+	eSeqRate := float64(nSeq) / eSeqWall.Seconds()
+	eConcRate := float64(nConc) / eConcWall.Seconds()
+	fmt.Printf("cgpud API benchmark (kernel.Fake, in-memory device filter; socket, HTTP, validation, Manager, bbolt+fsync real)\n")
+	fmt.Printf("%-34s %12s %10s %10s\n", "", "trips/s", "p50 ms", "p99 ms")
+	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", "create+destroy, 1 client", seqRate, ms(pct(seqLat, .5)), ms(pct(seqLat, .99)))
+	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", fmt.Sprintf("create+destroy, %d clients", clients), concRate, ms(pct(concLat, .5)), ms(pct(concLat, .99)))
+	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", "empty handler, 1 client", eSeqRate, ms(pct(eSeqLat, .5)), ms(pct(eSeqLat, .99)))
+	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", fmt.Sprintf("empty handler, %d clients", clients), eConcRate, ms(pct(eConcLat, .5)), ms(pct(eConcLat, .99)))
+	fmt.Printf("%-34s %12s %10.3f %10.3f\n", "one fsync'd bbolt write", "", ms(pct(floor, .5)), ms(pct(floor, .99)))
+	fmt.Printf("%-34s %12s %10.1f MiB (peak %.1f MiB)\n", fmt.Sprintf("daemon RSS, %d instances", numGPUs*perGPU), "", float64(rss)/(1<<20), float64(hwm)/(1<<20))
+	fmt.Printf("(latencies are of the create request; a trip is a create and a destroy)\n")
+
+	line2 := func(name string, v float64, unit string) { fmt.Printf("bench: %s %.3f %s\n", name, v, unit) }
+	line2("daemon_seq_roundtrips", seqRate, "trips/s")
+	line2("daemon_conc32_roundtrips", concRate, "trips/s")
+	line2("daemon_conc32_over_seq", concRate/seqRate, "x")
+	line2("daemon_create_p50", ms(pct(seqLat, .5)), "ms")
+	line2("daemon_create_p99", ms(pct(seqLat, .99)), "ms")
+	line2("daemon_fsync_write_p50", ms(pct(floor, .5)), "ms")
+	line2("daemon_fsync_write_p99", ms(pct(floor, .99)), "ms")
+	line2("daemon_create_p99_over_fsync_p99", ms(pct(seqLat, .99)-pct(floor, .99)), "ms")
+	line2("daemon_empty_seq_roundtrips", eSeqRate, "trips/s")
+	line2("daemon_empty_create_p50", ms(pct(eSeqLat, .5)), "ms")
+	line2("daemon_seq_over_empty", seqRate/eSeqRate, "x")
+	line2("daemon_rss_320_instances", float64(rss)/(1<<20), "MiB")
+	ok := func(b bool) string {
+		if b {
+			return "met"
+		}
+		return "MISSED"
+	}
+	fmt.Printf("targets: p99 create <= fsync p99 + 1 ms: %s; 32 clients >= 5x sequential: %s; RSS < 40 MiB: %s\n",
+		ok(pct(seqLat, .99) <= pct(floor, .99)+time.Millisecond), ok(concRate >= 5*seqRate), ok(rss < 40<<20))
+	return nil
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
+	"github.com/cgpu-dev/cgpu/internal/cgroup"
+	"github.com/cgpu-dev/cgpu/internal/daemon"
+	"github.com/cgpu-dev/cgpu/internal/gpu"
+	"github.com/cgpu-dev/cgpu/internal/instance"
+	"github.com/cgpu-dev/cgpu/internal/kernel"
+	"github.com/cgpu-dev/cgpu/internal/server"
+	"github.com/cgpu-dev/cgpu/internal/state"
+	"github.com/sirupsen/logrus"
+)
+
+// memFilter is the device filter without eBPF.
+type memFilter struct {
+	mu     sync.Mutex
+	pinned map[uint64][]uint32
+}
+
+func (f *memFilter) Apply(_ context.Context, _ string, id uint64, minors []uint32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pinned[id] = slices.Clone(minors)
+	return nil
+}
+
+func (f *memFilter) Remove(_ context.Context, id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.pinned, id)
+	return nil
+}
+
+func (f *memFilter) Pinned(context.Context) ([]uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]uint64, 0, len(f.pinned))
+	for id := range f.pinned {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// runServer is the daemon side: the Manager and the API server as cgpud
+// builds them, with the kernel and the filter swapped for in-memory ones,
+// and the empty handler on a second socket.
+func runServer(dir string) error {
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	inv := gpu.Inventory{DriverVersion: "550.54.15", Source: "procfs"}
+	for i := range numGPUs {
+		inv.GPUs = append(inv.GPUs, gpu.GPU{Index: i, Minor: uint32(i), UUID: fmt.Sprintf("GPU-%08d-0000-0000-0000-000000000000", i),
+			Name: "Mock GPU", BusID: fmt.Sprintf("0000:%02x:00.0", i+1), MemoryTotal: gpuMemory})
+	}
+	store, err := state.Open(state.WithDir(filepath.Join(dir, "state")))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	cg := cgroup.New(cgroup.WithRoot(filepath.Join(dir, "cgroup")), cgroup.WithFSCheck(func(string) error { return nil }))
+	m, err := instance.New(instance.WithKernel(kernel.NewFake()), instance.WithInventory(inv), instance.WithStore(store),
+		instance.WithDeviceFilter(&memFilter{pinned: map[uint64][]uint32{}}), instance.WithCgroups(cg),
+		instance.WithLogger(log), instance.WithSweep(time.Hour))
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+	if err := m.Reconcile(ctx); err != nil {
+		return err
+	}
+	gid := os.Getgid()
+	lookup := func(string) (int, error) { return gid, nil }
+	ln, err := server.Listen(filepath.Join(dir, "api.sock"), server.SocketOptions{Group: "bench", Lookup: lookup, Log: log})
+	if err != nil {
+		return err
+	}
+	srv := server.New(m, server.WithLogger(log), server.WithAccess(server.Access{ReadGID: int64(gid), WriteGID: int64(gid)}),
+		server.WithCollectors(daemon.Collector(m, log)))
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+
+	eln, err := server.Listen(filepath.Join(dir, "empty.sock"), server.SocketOptions{Group: "bench", Lookup: lookup, Log: log})
+	if err != nil {
+		return err
+	}
+	// The empty handler reads the body and answers as a create would.
+	empty := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodDelete {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{}`)
+	})}
+	go empty.Serve(eln)
+	defer empty.Shutdown(context.Background())
+	_ = v1.APIVersion
+	fmt.Println("ready")
+	<-ctx.Done()
+	return nil
+}
