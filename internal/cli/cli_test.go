@@ -559,3 +559,21 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 }
+
+func TestDriverVersion(t *testing.T) {
+	tests := []struct{ text, want, err string }{
+		{"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  595.45.04  Release Build  (dvs-builder@U16-I3-B03-4-3)  Thu Oct  9 18:29:43 UTC 2025\nGCC version:  gcc version 12.2.0\n", "595.45.04", ""},
+		{"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n", "535.104.05", ""},
+		{"GCC version:  gcc version 12.2.0\n", "", "no 'NVRM version:' line"},
+		{"NVRM version: NVIDIA UNIX x86_64 Kernel Module\n", "", "no version number"},
+	}
+	for _, tt := range tests {
+		root := t.TempDir()
+		write(t, filepath.Join(root, "proc/driver/nvidia/version"), tt.text)
+		a := &app{Options: Options{Paths: Under(root)}}
+		got, _, err := a.driver()
+		if got != tt.want || (tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err))) {
+			t.Errorf("%q: got %q, %v; want %q, %q", tt.text, got, err, tt.want, tt.err)
+		}
+	}
+}

@@ -8,13 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
 	"github.com/cgpu-dev/cgpu/internal/integration"
-	"github.com/cgpu-dev/cgpu/internal/nvrm"
 )
 
 // Filesystem magics (statfs f_type), from linux/magic.h.
@@ -123,14 +123,14 @@ func (a *app) checkModule() checkResult {
 
 func (a *app) checkDriver() checkResult {
 	r := checkResult{Name: "driver"}
-	info, err := nvrm.ReadDriverInfo(a.Paths.Proc)
+	ver, gpus, err := a.driver()
 	if err != nil {
 		r.Status, r.Detail = checkFail, "NVIDIA driver: "+err.Error()
 		r.Fix = fmt.Sprintf("install and load an NVIDIA driver %d..%d (modprobe nvidia nvidia-uvm)", driverMinMajor, driverMaxMajor)
 		return r
 	}
-	maj := info.Major()
-	detail := fmt.Sprintf("NVIDIA driver %s, %d GPU(s)", info.Version, len(info.GPUs))
+	maj, _ := strconv.Atoi(strings.SplitN(ver, ".", 2)[0])
+	detail := fmt.Sprintf("NVIDIA driver %s, %d GPU(s)", ver, gpus)
 	switch {
 	case maj < driverMinMajor:
 		r.Status, r.Detail = checkFail, detail+fmt.Sprintf(", older than the oldest supported (%d)", driverMinMajor)
@@ -238,4 +238,40 @@ func validateHooks(p string) error {
 		return err
 	}
 	return integration.ValidateHooks(b)
+}
+
+// driver reads the version from /proc/driver/nvidia/version ("NVRM version:
+// NVIDIA UNIX ... Kernel Module  595.45.04  ...": the first field shaped like
+// a version) and counts /proc/driver/nvidia/gpus. Parsed here rather than
+// with internal/nvrm so that the hook, which shares this binary, does not
+// pay for its regexp at every container start.
+func (a *app) driver() (string, int, error) {
+	dir := filepath.Join(a.Paths.Proc, "driver", "nvidia")
+	b, err := os.ReadFile(filepath.Join(dir, "version"))
+	if err != nil {
+		return "", 0, fmt.Errorf("not loaded (%v)", err)
+	}
+	gpus, _ := os.ReadDir(filepath.Join(dir, "gpus"))
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "NVRM version:") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			parts := strings.Split(f, ".")
+			if len(parts) < 2 || len(parts) > 3 {
+				continue
+			}
+			ok := true
+			for _, p := range parts {
+				if _, err := strconv.Atoi(p); err != nil || p == "" {
+					ok = false
+				}
+			}
+			if ok {
+				return f, len(gpus), nil
+			}
+		}
+		return "", 0, fmt.Errorf("no version number in %q", line)
+	}
+	return "", 0, errors.New("no 'NVRM version:' line in " + filepath.Join(dir, "version"))
 }

@@ -58,6 +58,9 @@ type app struct {
 // Main runs cgpuctl with args (without the program name) and returns the
 // exit status; errors are printed as one line on stderr.
 func Main(ctx context.Context, args []string, opts ...Option) int {
+	if code, ok := hookFast(ctx, args, options(opts)); ok {
+		return code
+	}
 	cmd, a := newRoot(opts...)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
@@ -76,14 +79,19 @@ func New(opts ...Option) *cobra.Command {
 	return cmd
 }
 
-func newRoot(opts ...Option) (*cobra.Command, *app) {
-	a := &app{Options: Options{
+func options(opts []Option) Options {
+	o := Options{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Getenv: os.Getenv, Paths: DefaultPaths(), Statfs: statfsMagic,
-	}}
-	for _, o := range opts {
-		o(&a.Options)
 	}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+func newRoot(opts ...Option) (*cobra.Command, *app) {
+	a := &app{Options: options(opts)}
 	defSocket := v1.DefaultSocket
 	if s := a.Getenv(EnvSocket); s != "" {
 		defSocket = s
