@@ -10,20 +10,20 @@ import (
 	"github.com/cgpu-dev/cgpu/internal/instance"
 )
 
-// Error codes of v1.Error.
+// Error codes: v1's, the fixed list of v1.Error. A wrong method (405) and a
+// wrong Content-Type (415) are bad requests; the status tells them apart.
 const (
-	codeBadRequest  = "bad_request"
-	codeNotFound    = "not_found"
-	codeConflict    = "conflict"
-	codeNoSpace     = "no_space"
-	codeBusy        = "busy"
-	codeForbidden   = "forbidden"
-	codeTooLarge    = "too_large"
-	codeUnavailable = "unavailable"
-	codeInternal    = "internal"
-	// Not in v1.Error's list of codes, but the statuses say it all.
-	codeMethod    = "method_not_allowed"
-	codeMediaType = "unsupported_media_type"
+	codeBadRequest  = v1.CodeBadRequest
+	codeNotFound    = v1.CodeNotFound
+	codeConflict    = v1.CodeConflict
+	codeNoSpace     = v1.CodeNoSpace
+	codeBusy        = v1.CodeBusy
+	codeForbidden   = v1.CodeForbidden
+	codeTooLarge    = v1.CodeTooLarge
+	codeUnavailable = v1.CodeUnavailable
+	codeInternal    = v1.CodeInternal
+	codeMethod      = v1.CodeBadRequest
+	codeMediaType   = v1.CodeBadRequest
 )
 
 // apiError is a failure with its status, made by the handlers themselves.

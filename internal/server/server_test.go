@@ -199,8 +199,8 @@ func TestRoutes(t *testing.T) {
 		{"destroy force junk", "DELETE", "/v1/instances/n1?force=yes", "", 400, "bad_request", "", "force"},
 		{"inspect", "GET", "/v1/inspect", "", 200, "", "Inspect", `"node":"n"`},
 		{"unknown path", "GET", "/v2/version", "", 404, "not_found", "", "/v2/version"},
-		{"wrong method", "PUT", "/v1/instances", "", 405, "method_not_allowed", "", "allowed: "},
-		{"wrong method on name", "POST", "/v1/instances/n1", "", 405, "method_not_allowed", "", "method not allowed"},
+		{"wrong method", "PUT", "/v1/instances", "", 405, "bad_request", "", "allowed: "},
+		{"wrong method on name", "POST", "/v1/instances/n1", "", 405, "bad_request", "", "method not allowed"},
 		{"metrics", "GET", "/metrics", "", 200, "", "", "cgpu_api_requests_total"},
 	}
 	for _, tt := range tests {
@@ -263,8 +263,8 @@ func TestBadBodies(t *testing.T) {
 		{"negative memory", "application/json", `{"container_id":"a","cgroup":"/x","memory":-1}`, 400, "bad_request", "memory"},
 		{"array", "application/json", `[1]`, 400, "bad_request", "body"},
 		{"oversized", "application/json", huge, 413, "too_large", "larger than"},
-		{"form", "application/x-www-form-urlencoded", okCreate, 415, "unsupported_media_type", "application/json"},
-		{"text", "text/plain", okCreate, 415, "unsupported_media_type", "text/plain"},
+		{"form", "application/x-www-form-urlencoded", okCreate, 415, "bad_request", "application/json"},
+		{"text", "text/plain", okCreate, 415, "bad_request", "text/plain"},
 		{"json with charset", "application/json; charset=utf-8", okCreate, 201, "", ""},
 		{"no content type", "", okCreate, 201, "", ""},
 		{"memory 0", "application/json", `{"container_id":"a","cgroup":"/x"}`, 400, "bad_request", "memory: 0"},

@@ -40,7 +40,7 @@ big=$(head -c 70000 /dev/zero | tr '\0' a)
 bad 413 too_large POST /v1/instances "{\"container_id\":\"$big\"}"
 api -t text/plain POST /v1/instances "{$ok,\"memory\":1048576}"
 expect 415 "text/plain body"
-bad 405 method_not_allowed PUT /v1/instances
+bad 405 bad_request PUT /v1/instances
 bad 404 not_found GET /v1/instances/nosuch
 bad 404 not_found DELETE /v1/instances/nosuch
 bad 404 not_found GET /v2/gpus
