@@ -577,3 +577,57 @@ func TestDriverVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestHookCommands(t *testing.T) {
+	f := newFakeDaemon(t)
+	mk := func(env ...string) string {
+		dir := t.TempDir()
+		b, _ := json.Marshal(map[string]any{"process": map[string]any{"env": env}})
+		write(t, filepath.Join(dir, "config.json"), string(b))
+		return dir
+	}
+	sliced, big, plain := mk("ALIYUN_COM_GPU_MEM_CONTAINER=4"), mk("ALIYUN_COM_GPU_MEM_CONTAINER=16"), mk("PATH=/bin")
+	st := func(b, status string) string {
+		return `{"ociVersion":"1.0.2","id":"ctr1","pid":4242,"status":"` + status + `","bundle":"` + b + `"}`
+	}
+	tests := []struct {
+		name    string
+		argv    []string
+		stdin   string
+		code    int
+		errHas  string
+		lastReq string
+	}{
+		{"create", []string{"hook", "create-runtime"}, st(sliced, "creating"), 0, "", "POST /v1/instances"},
+		{"prestart alias, --socket=", []string{"--socket=" + f.socket, "hook", "prestart"}, st(sliced, "created"), 0, "", "POST /v1/instances"},
+		{"refused: fail closed with the daemon's reason", []string{"hook", "create-runtime"}, st(big, "creating"), ExitError,
+			"cgpuctl: " + v1.ErrorPrefixCreate + "GPU 0 has 6 GiB free, 16 GiB asked", "POST /v1/instances"},
+		{"no slice", []string{"hook", "create-runtime"}, st(plain, "creating"), 0, "", ""},
+		{"bad stdin", []string{"hook", "poststop"}, "garbage", ExitError, "cgpuctl: container state on stdin is not the OCI state JSON", ""},
+		{"poststop", []string{"hook", "poststop"}, st(sliced, "stopped"), 0, "", "GET /v1/instances?container=ctr1"},
+		{"oci picks poststop", []string{"hook", "oci"}, st(sliced, "stopped"), 0, "", "GET /v1/instances?container=ctr1"},
+		{"unknown stage", []string{"hook", "prestop"}, st(sliced, "creating"), ExitUsage, `unknown command "prestop"`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(f.requests())
+			r := run(t, f.socket, tt.stdin, tt.argv...)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", r.code, tt.code, r.stderr)
+			}
+			if tt.errHas != "" && !strings.Contains(r.stderr, tt.errHas) {
+				t.Errorf("stderr %q lacks %q", r.stderr, tt.errHas)
+			}
+			if tt.code == ExitError && strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("want one line: %q", r.stderr)
+			}
+			reqs := f.requests()[before:]
+			switch {
+			case tt.lastReq == "" && tt.code == 0 && len(reqs) != 0:
+				t.Errorf("daemon contacted: %v", reqs)
+			case tt.lastReq != "" && (len(reqs) == 0 || reqs[len(reqs)-1] != tt.lastReq):
+				t.Errorf("requests %v, want last %q", reqs, tt.lastReq)
+			}
+		})
+	}
+}

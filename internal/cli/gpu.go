@@ -15,6 +15,8 @@ func (a *app) gpuCmd() *cobra.Command {
 		Use:     "gpu",
 		Aliases: []string{"gpus"},
 		Short:   "Show the GPUs cgpud discovered",
+		Args:    args(cobra.NoArgs),
+		RunE:    groupHelp,
 	}
 	var out string
 	ls := &cobra.Command{

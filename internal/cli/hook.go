@@ -10,6 +10,8 @@ func (a *app) hookCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hook",
 		Short: "OCI runtime hooks (run by the container runtime, not by hand)",
+		Args:  args(cobra.NoArgs),
+		RunE:  groupHelp,
 		Long: `The OCI hooks container runtimes call, with the container state JSON on
 stdin. create-runtime reads the bundle's config.json for the environment
 contract (ALIYUN_COM_GPU_MEM_CONTAINER, ALIYUN_COM_GPU_MEM_UNIT,

@@ -18,6 +18,8 @@ func (a *app) instanceCmd() *cobra.Command {
 		Use:     "instance",
 		Aliases: []string{"instances", "inst"},
 		Short:   "Create, resize, remove and list GPU memory slices",
+		Args:    args(cobra.NoArgs),
+		RunE:    groupHelp,
 	}
 	cmd.AddCommand(a.instanceCreateCmd(), a.instanceResizeCmd(), a.instanceRmCmd(),
 		a.instanceLsCmd(), a.instanceShowCmd())

@@ -170,3 +170,8 @@ func ctxOf(cmd *cobra.Command) context.Context {
 	}
 	return context.Background()
 }
+
+// groupHelp makes a command group runnable so that an unknown subcommand is
+// a usage error (cobra only checks that on the root) and no subcommand
+// prints the group's help.
+func groupHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }
