@@ -358,7 +358,11 @@ func (m *Manager) apply(ctx context.Context, rec *state.Record, cgroupPath strin
 		}
 		s.KernelID = id
 		if err := m.kernel.Attach(ctx, id, rec.CgroupID); err != nil {
-			return createErr(kernelKind(err), err, "attach cgroup %s to instance %s on GPU %d", rec.Cgroup, rec.Name, s.GPU)
+			kind := kernelKind(err)
+			if kind == ErrNotFound { // the cgroup went meanwhile
+				kind = ErrInvalid
+			}
+			return createErr(kind, err, "attach cgroup %s to instance %s on GPU %d", rec.Cgroup, rec.Name, s.GPU)
 		}
 	}
 	if m.filter != nil {

@@ -67,11 +67,17 @@ func (m *Manager) destroy(ctx context.Context, e *entry, force bool) error {
 			return errf(ErrUnavailable, err, "remove the device filter of instance %s", rec.Name)
 		}
 	}
+	// Waited for, though the next start would finish a destroy whose
+	// delete was lost: a create queued behind an unfinished delete would
+	// wait for two commits instead of one.
+	derr := m.records.Delete(ctx, rec.Name)
 	m.mu.Lock()
 	m.removeLocked(e)
 	m.mu.Unlock()
 	m.watcher.Remove(rec.CgroupID)
-	m.settle("delete "+rec.Name, m.records.DeleteNoWait(rec.Name))
+	if derr != nil {
+		m.log.WithError(derr).WithField("instance", rec.Name).Warn("record of a destroyed instance not deleted; the next start does")
+	}
 	m.log.WithField("instance", rec.Name).WithField("force", force).Info("instance destroyed")
 	return nil
 }

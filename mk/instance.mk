@@ -1,0 +1,13 @@
+# cgpud's core: instance Manager, state store, cgroup resolver/watcher.
+#   make instance-test    unit tests (race detector), as a normal user
+#   make bench-instance   Manager-level create+destroy rates against the fsync floor
+
+.PHONY: instance-test bench-instance
+
+INSTANCE_PKGS = ./internal/instance/... ./internal/state/... ./internal/cgroup/...
+
+instance-test: ## unit tests of the instance Manager, state store and cgroup watcher (race detector)
+	$(GO) test $(GOFLAGS) -race -count=1 $(INSTANCE_PKGS)
+
+bench-instance: ## Manager create+destroy, 1 and 32 clients, vs one fsync'd bbolt write (state on /var/tmp)
+	CGPU_BENCH_DIR=$${CGPU_BENCH_DIR:-/var/tmp} $(GO) test $(GOFLAGS) -run '^$$' -bench . -benchtime 2s ./internal/instance/
