@@ -53,6 +53,9 @@ func (m *Manager) destroy(ctx context.Context, e *entry, force bool) error {
 		return errf(ErrUnavailable, err, "record the destroy of instance %s", rec.Name)
 	}
 	m.setRec(e, rec)
+	// Recorded: from here on the destroy is finished even if the caller
+	// hangs up, rather than left half done until the next start.
+	ctx = context.WithoutCancel(ctx)
 	if err := m.destroySlots(ctx, &rec, force); err != nil {
 		if errors.Is(err, ErrBusy) && !errors.Is(err, errNotRestored) {
 			rec.State, rec.Force = prev, false

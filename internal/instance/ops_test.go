@@ -400,3 +400,41 @@ func TestReconcileRepairs(t *testing.T) {
 		}
 	}
 }
+
+// ctxKernel refuses calls whose context is done, as the Device does.
+type ctxKernel struct{ kernel.Client }
+
+func (k ctxKernel) Destroy(ctx context.Context, id uint64, force bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return k.Client.Destroy(ctx, id, force)
+}
+
+func (k ctxKernel) Create(ctx context.Context, req kernel.CreateRequest) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return k.Client.Create(ctx, req)
+}
+
+// TestCallerHangsUp: a create whose caller is gone is rolled back whole; a
+// destroy already recorded is finished whole.
+func TestCallerHangsUp(t *testing.T) {
+	w := newWorld(t, 1, 16*gib)
+	m := w.manager(WithKernel(ctxKernel{w.kern}))
+	w.cgroup("a")
+	w.cgroup("b")
+	mustCreate(t, m, v1.CreateRequest{Name: "a", Cgroup: "/kubepods/a", Memory: gib})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.CreateInstance(ctx, v1.CreateRequest{Name: "b", Cgroup: "/kubepods/b", Memory: gib}); err == nil {
+		t.Fatal("create with a cancelled context succeeded")
+	}
+	if err := m.DestroyInstance(ctx, "a", true); err != nil {
+		t.Fatalf("destroy with a cancelled context: %v", err)
+	}
+	if recs := w.checkClean(m); len(recs) != 0 {
+		t.Fatalf("records %+v", recs)
+	}
+}
