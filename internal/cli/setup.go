@@ -41,9 +41,7 @@ index and "all") and ` + integration.DefaultHooksDir + `/` + integration.HooksFi
 				if err != nil {
 					return fmt.Errorf("setup needs the GPU list: %w", err)
 				}
-				for _, g := range l {
-					gpus = append(gpus, integration.GPU{Index: g.Index, Minor: g.Minor})
-				}
+				gpus = integration.FromAPI(l)
 			}
 			if len(gpus) == 0 {
 				return errors.New("no GPUs to write devices for (cgpud found none; check `cgpuctl gpu ls`)")

@@ -17,6 +17,7 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 	specs "tags.cncf.io/container-device-interface/specs-go"
 
+	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
 	"github.com/cgpu-dev/cgpu/internal/hook"
 )
 
@@ -304,4 +305,14 @@ func writeValidated(path string, b []byte, mode os.FileMode, validate func(strin
 		return fmt.Errorf("install %s: %w", path, err)
 	}
 	return nil
+}
+
+// FromAPI converts the daemon's GPU list, for callers that have one (cgpud
+// at start: integration.Write(integration.FromAPI(gpus), ...)).
+func FromAPI(gpus []v1.GPU) []GPU {
+	out := make([]GPU, len(gpus))
+	for i, g := range gpus {
+		out[i] = GPU{Index: g.Index, Minor: g.Minor}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
+	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
 	"github.com/cgpu-dev/cgpu/internal/hook"
 )
 
@@ -204,5 +205,13 @@ func TestContainerdSnippet(t *testing.T) {
 	}
 	if strings.Contains(s, "@HOOK@") {
 		t.Error("placeholder left in the snippet")
+	}
+}
+
+func TestFromAPI(t *testing.T) {
+	got := FromAPI([]v1.GPU{{Index: 0, Minor: 2, UUID: "GPU-a"}, {Index: 1, Minor: 0}})
+	want := []GPU{{Index: 0, Minor: 2}, {Index: 1, Minor: 0}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FromAPI = %+v, want %+v", got, want)
 	}
 }
