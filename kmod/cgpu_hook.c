@@ -23,11 +23,20 @@
  * Hooks go in when a target module comes (module notifier, or at our load
  * when it is already there) and come out when it goes.
  *
+ * While nothing is attached and nothing tracked (cgpu_hooks_idle()), the
+ * callback does not redirect at all: the driver's function runs as if
+ * unhooked, behind one trampoline and a few loads.  The callback needs no
+ * saved registers (the ftrace_regs of DYNAMIC_FTRACE_WITH_ARGS carry the
+ * instruction pointer, as for livepatch) and cannot recurse (it calls
+ * nothing traceable), so ftrace calls it directly.
+ *
  * Unloading: a call already redirected may still be inside a wrapper.  The
- * callback counts it (per-CPU, with preemption off) before redirecting and
- * the wrapper uncounts it on return; exit removes the hooks, waits for the
- * count to drain and then for an RCU-tasks grace period, which covers a
- * task preempted between the uncount and its return.
+ * callback counts it (per-CPU, this_cpu_inc is preemption safe) before
+ * redirecting and the wrapper uncounts it on return; exit removes the
+ * hooks, waits for an RCU-tasks grace period (no task is left in a
+ * callback, counted or not), for the count to drain, and then for another
+ * grace period, which covers a task preempted between the uncount and its
+ * return.
  */
 #define pr_fmt(fmt) "cgpu: " fmt
 
@@ -158,7 +167,8 @@ static void notrace cgpu_ftrace_cb(unsigned long ip, unsigned long parent_ip,
 	/* Our own call of the original at its entry (IBT kernels only). */
 	if (within_module(parent_ip, THIS_MODULE))
 		return;
-	/* Preemption is off here (FTRACE_OPS_FL_RECURSION). */
+	if (cgpu_hooks_idle())
+		return;
 	this_cpu_inc(cgpu_inflight);
 	ftrace_instruction_pointer_set(fregs, (unsigned long)h->wrapper);
 }
@@ -249,8 +259,9 @@ static int cgpu_hook_install(struct cgpu_hook *h, const char *modname)
 	 * PERMANENT: sysctl ftrace_enabled=0 must not switch enforcement off
 	 * behind our back (registration fails instead while it is 0).
 	 */
-	h->ops.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY |
-		       FTRACE_OPS_FL_RECURSION | FTRACE_OPS_FL_PERMANENT;
+	h->ops.flags = FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_PERMANENT;
+	if (!IS_ENABLED(CONFIG_HAVE_DYNAMIC_FTRACE_WITH_ARGS))
+		h->ops.flags |= FTRACE_OPS_FL_SAVE_REGS;
 	err = ftrace_set_filter_ip(&h->ops, addr, 0, 0);
 	if (err)
 		return err;

@@ -46,6 +46,7 @@ static void cgpu_inst_release(struct kref *ref)
 {
 	struct cgpu_inst *inst = container_of(ref, struct cgpu_inst, ref);
 
+	kfree(inst->spare);
 	/* RCU readers may still be looking at it (kref_get_unless_zero). */
 	kfree_rcu(inst, rcu);
 	/* Each instance pinned the module: rmmod waits for the last one. */

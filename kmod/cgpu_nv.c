@@ -244,8 +244,7 @@ struct cgpu_memreq {
 static long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r,
 			   struct cgpu_inst *inst)
 {
-	struct cgpu_charge *ch = NULL;
-	struct cgpu_obj *o = NULL;
+	struct cgpu_mem *m = NULL;
 	u64 predicted, actual;
 	u32 status, h_mem, gpu;
 	bool vidmem;
@@ -265,9 +264,8 @@ static long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r,
 	}
 
 	predicted = cgpu_nv_round(r->size, r->attr);
-	o = cgpu_obj_alloc();
-	ch = cgpu_charge_alloc();
-	if (!o || !ch) {
+	m = cgpu_mem_alloc();
+	if (!m) {
 		/* Fail closed: no tracking, no allocation. */
 		cgpu_inst_count_refused(inst);
 		ret = cgpu_nv_refuse(c, r->status_off, NVA_ERR_NO_MEMORY);
@@ -301,7 +299,7 @@ static long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r,
 			predicted = actual;
 		}
 	}
-	if (cgpu_track_mem(c->f, r->h_root, r->h_parent, h_mem, inst, o, ch,
+	if (cgpu_track_mem(c->f, r->h_root, r->h_parent, h_mem, inst, m,
 			   predicted, actual)) {
 		cgpu_inst_unreserve(inst, predicted);
 		if (cgpu_nv_undo(c, r->h_root, r->h_parent, h_mem))
@@ -311,11 +309,9 @@ static long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r,
 					    actual);
 		goto out;
 	}
-	o = NULL;
-	ch = NULL;
+	m = NULL;
 out:
-	cgpu_obj_release(o);
-	cgpu_charge_release(ch);
+	cgpu_mem_release(m);
 	cgpu_inst_put(inst);
 	return ret;
 }
@@ -339,6 +335,15 @@ static int cgpu_nv_alloc_outcome(struct cgpu_call *c, struct cgpu_memreq *r,
 	return 0;
 }
 
+/* Constant sizes: the hardened usercopy checks compile away. */
+static unsigned long cgpu_nv_read_alloc(struct cgpu_call *c, void *u,
+					bool is64)
+{
+	if (is64)
+		return copy_from_user(u, c->uarg, sizeof(struct nva_os64_alloc));
+	return copy_from_user(u, c->uarg, sizeof(struct nva_os21_alloc));
+}
+
 /* NV_ESC_RM_ALLOC with NVOS21 or NVOS64 [3]. */
 static long cgpu_nv_alloc(struct cgpu_call *c)
 {
@@ -353,7 +358,7 @@ static long cgpu_nv_alloc(struct cgpu_call *c)
 	struct cgpu_inst *inst;
 	long ret;
 
-	if (copy_from_user(&u, c->uarg, c->size))
+	if (cgpu_nv_read_alloc(c, &u, is64))
 		return -EFAULT;
 	cls = u.a21.h_class;
 	r.h_root = u.a21.h_root;
@@ -399,7 +404,7 @@ static long cgpu_nv_alloc(struct cgpu_call *c)
 	if (!cgpu_current_attached())
 		return cgpu_nv_orig(c);
 	ret = cgpu_nv_orig(c);
-	if (!ret && !copy_from_user(&u, c->uarg, c->size)) {
+	if (!ret && !cgpu_nv_read_alloc(c, &u, is64)) {
 		status = is64 ? u.a64.status : u.a21.status;
 		if (status == NVA_OK)
 			cgpu_track_object(c->f, r.h_root, r.h_parent,
@@ -427,32 +432,36 @@ static long cgpu_nv_free(struct cgpu_call *c)
 static long cgpu_nv_dup(struct cgpu_call *c)
 {
 	struct nva_os55_dup p, q;
-	struct cgpu_obj *o;
+	struct cgpu_dup *d;
+	struct cgpu_mem *m;
 	long ret;
 	int err;
 
 	if (copy_from_user(&p, c->uarg, sizeof(p)))
 		return -EFAULT;
-	if (!cgpu_track_is_mem(p.h_client_src, p.h_object_src))
+	/* The source's record cannot go while the driver copies it. */
+	m = cgpu_track_pin(p.h_client_src, p.h_object_src);
+	if (!m)
 		return cgpu_nv_orig(c);
-	o = cgpu_obj_alloc();
-	if (!o)
+	d = IS_ERR(m) ? NULL : cgpu_dup_alloc();
+	if (!d) {
+		if (!IS_ERR(m))
+			cgpu_track_unpin(m);
 		return cgpu_nv_refuse(c, offsetof(struct nva_os55_dup, status),
 				      NVA_ERR_NO_MEMORY);
+	}
 	ret = cgpu_nv_orig(c);
 	if (ret || copy_from_user(&q, c->uarg, sizeof(q)) || q.status != NVA_OK)
 		goto out;
-	err = cgpu_track_dup(c->f, p.h_client, p.h_parent, q.h_object,
-			     p.h_client_src, p.h_object_src, o);
-	if (!err) {
-		o = NULL;
-	} else if (err == -ENOMEM &&
-		   cgpu_nv_undo(c, p.h_client, p.h_parent, q.h_object)) {
+	err = cgpu_track_dup(c->f, p.h_client, p.h_parent, q.h_object, m, d);
+	if (!err)
+		return ret;
+	if (cgpu_nv_undo(c, p.h_client, p.h_parent, q.h_object))
 		ret = cgpu_nv_refuse(c, offsetof(struct nva_os55_dup, status),
 				     NVA_ERR_NO_MEMORY);
-	}
 out:
-	cgpu_obj_release(o);
+	cgpu_dup_release(d);
+	cgpu_track_unpin(m);
 	return ret;
 }
 

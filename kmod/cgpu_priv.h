@@ -50,6 +50,8 @@ struct cgpu_inst {
 	u64 refused_managed;
 	struct list_head procs;	/* struct cgpu_proc */
 	u32 nr_procs;
+	/* the last process entry to empty, kept for the next (no reference) */
+	struct cgpu_proc *spare;
 
 	/* under cgpu_ctl_lock */
 	struct list_head attaches;
@@ -75,13 +77,6 @@ struct cgpu_proc {
 	pid_t tgid;
 	u32 nr;			/* charges pointing here */
 	u64 bytes;
-};
-
-/* One allocation's charge; RM handles (the original and dups) share it. */
-struct cgpu_charge {
-	u64 size;
-	struct cgpu_proc *proc;
-	u32 refs;		/* under cgpu_track_lock */
 };
 
 /* cgpu_main.c */
@@ -118,27 +113,29 @@ void cgpu_gpu_read(struct cgpu_gpu *g, u32 *max, u32 *nr, u32 *weight_sum);
 void cgpu_inst_exit(void);
 
 /* cgpu_track.c */
-struct cgpu_obj;
-struct cgpu_obj *cgpu_obj_alloc(void);
-void cgpu_obj_release(struct cgpu_obj *o);
-struct cgpu_charge *cgpu_charge_alloc(void);
-void cgpu_charge_release(struct cgpu_charge *ch);
+struct cgpu_mem;
+struct cgpu_dup;
+struct cgpu_umap;
+struct cgpu_mem *cgpu_mem_alloc(void);
+void cgpu_mem_release(struct cgpu_mem *m);
+struct cgpu_dup *cgpu_dup_alloc(void);
+void cgpu_dup_release(struct cgpu_dup *d);
+struct cgpu_umap *cgpu_umap_alloc(void);
+void cgpu_umap_release(struct cgpu_umap *u);
 int cgpu_track_mem(struct file *file, u32 h_client, u32 h_parent, u32 h_mem,
-		   struct cgpu_inst *inst, struct cgpu_obj *o,
-		   struct cgpu_charge *ch, u64 reserved, u64 actual);
+		   struct cgpu_inst *inst, struct cgpu_mem *m, u64 reserved,
+		   u64 actual);
+struct cgpu_mem *cgpu_track_pin(u32 h_client, u32 h);
+void cgpu_track_unpin(struct cgpu_mem *m);
 int cgpu_track_dup(struct file *file, u32 h_client, u32 h_parent, u32 h_new,
-		   u32 h_client_src, u32 h_src, struct cgpu_obj *o);
-bool cgpu_track_is_mem(u32 h_client, u32 h);
+		   struct cgpu_mem *m, struct cgpu_dup *d);
 void cgpu_track_object(struct file *file, u32 h_client, u32 h_parent,
 		       u32 h_new, u32 cls, u32 device_id);
 u32 cgpu_track_gpu_of(u32 h_client, u32 h);
 void cgpu_track_free(u32 h_client, u32 h);
 void cgpu_track_file_closed(struct file *file);
-struct cgpu_umap;
-struct cgpu_umap *cgpu_umap_alloc(void);
-void cgpu_umap_release(struct cgpu_umap *m);
-bool cgpu_track_uvm_map(struct file *file, u64 base, u32 h_client, u32 h_mem,
-			struct cgpu_umap *m);
+bool cgpu_track_uvm_map(struct file *file, u64 base, struct cgpu_mem *m,
+			struct cgpu_umap *u);
 void cgpu_track_uvm_unmap(struct file *file, bool all, u64 base);
 extern atomic_t cgpu_nr_umaps;
 int cgpu_track_init(void);
@@ -163,6 +160,20 @@ extern long (*cgpu_orig_uvm_ioctl)(struct file *f, unsigned int cmd,
 extern int (*cgpu_orig_uvm_mmap)(struct file *f, struct vm_area_struct *vma);
 extern int (*cgpu_orig_uvm_release)(struct inode *inode, struct file *f);
 void cgpu_uvm_exit(void);
+extern unsigned int cgpu_nr_pools;
+
+/*
+ * Nothing attached, no RM client, UVM mapping or semaphore pool tracked:
+ * no hook has anything to do.  Read on every hooked call, without locks: a
+ * call racing the first attach may pass unseen, as it would a moment
+ * earlier.
+ */
+static inline bool cgpu_hooks_idle(void)
+{
+	return !static_branch_unlikely(&cgpu_attached_key) &&
+	       !atomic_read(&cgpu_nr_clients) &&
+	       !atomic_read(&cgpu_nr_umaps) && !READ_ONCE(cgpu_nr_pools);
+}
 
 /* cgpu_hook.c */
 struct seq_file;

@@ -15,12 +15,19 @@
  *    mapped handle cannot make room that is still in use.
  *
  * Client handles are global in RM, so a client is found by its handle
- * alone; objects are found by handle within their client.  A tracked
- * allocation costs one cgpu_obj (16 bytes), one cgpu_charge (24 bytes) and
- * its slot in the client's xarray (about 9 bytes with dense handles).
+ * alone; objects are found by handle within their client (an xarray: RM
+ * clients number their handles densely, about 9 bytes a slot).
+ *
+ * One allocation is one 48-byte record (struct cgpu_mem): the object, its
+ * charge and the first UVM mapping of it, which is how CUDA uses memory
+ * (cuMemAlloc maps each allocation once).  Mapped records are chained in
+ * one hash table keyed by (UVM fd, base), at most four to a bucket on
+ * average.  Duplicated handles (16 bytes) point at the record; further
+ * mappings of a mapped record are rare and sit in a list.
  */
 #define pr_fmt(fmt) "cgpu: " fmt
 
+#include <linux/hash.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
@@ -31,42 +38,82 @@
 enum {
 	CGPU_OBJ_DEVICE = 1,
 	CGPU_OBJ_SUBDEVICE,
-	CGPU_OBJ_MEMORY,
+	CGPU_OBJ_MEMORY,	/* struct cgpu_mem */
+	CGPU_OBJ_DUP,		/* struct cgpu_dup */
 };
 
 #define CGPU_OBJ_DOOMED		0x1
 
+/* What a client's xarray holds: every record starts with one. */
 struct cgpu_obj {
 	u32 parent;
 	u8 type;
 	u8 flags;
-	u16 gpu;			/* device, subdevice: GPU minor */
-	struct cgpu_charge *charge;	/* memory */
+	union {
+		u16 gpu;	/* device, subdevice: GPU minor */
+		u16 refs;	/* memory: its handle, dups and UVM mappings */
+	};
+};
+
+/* An allocation: its handle, its charge, its first UVM mapping. */
+struct cgpu_mem {
+	struct cgpu_obj obj;
+	u64 size;
+	struct cgpu_proc *proc;
+	struct cgpu_mem *map_next;	/* chain in cgpu_map_ht */
+	struct file *map_file;		/* the UVM fd (identity), or NULL */
+	u64 map_base;
+};
+
+/* A handle made by RM_DUP_OBJECT: it holds a reference on the memory. */
+struct cgpu_dup {
+	struct cgpu_obj obj;
+	struct cgpu_mem *mem;
+};
+
+/* A further UVM mapping of an already mapped allocation. */
+struct cgpu_umap {
+	struct list_head node;
+	struct file *file;	/* the UVM fd; identity only */
+	u64 base;
+	struct cgpu_mem *mem;	/* holds a reference */
 };
 
 struct cgpu_client {
 	u32 handle;
 	struct file *file;	/* the fd that made it; identity only */
 	struct xarray objs;	/* handle -> struct cgpu_obj */
+	/*
+	 * The last device or subdevice asked about, read without the lock:
+	 * handle << 32 | GPU minor, or 0.  Allocations name the same parent
+	 * again and again.
+	 */
+	u64 gpu_hint;
+	struct rcu_head rcu;
 };
 
-/* A UVM external mapping of a charged allocation. */
-struct cgpu_umap {
-	struct list_head node;
-	struct file *file;	/* the UVM fd; identity only */
-	u64 base;
-	struct cgpu_charge *charge;	/* holds a reference */
-};
-
-/* Clients, objects, charges' reference counts, UVM mappings. */
+/*
+ * Clients, objects, references, UVM mappings: everything below is under
+ * cgpu_track_lock.
+ */
 static DEFINE_MUTEX(cgpu_track_lock);
-static LIST_HEAD(cgpu_umaps);
-static struct kmem_cache *cgpu_umap_cache;
-atomic_t cgpu_nr_umaps = ATOMIC_INIT(0);
-/* client handle -> struct cgpu_client.  Under cgpu_track_lock. */
+/* client handle -> struct cgpu_client; readers of gpu_hint use RCU */
 static DEFINE_XARRAY(cgpu_clients);
 static struct kmem_cache *cgpu_obj_cache;
-static struct kmem_cache *cgpu_charge_cache;
+static struct kmem_cache *cgpu_mem_cache;
+static struct kmem_cache *cgpu_dup_cache;
+static struct kmem_cache *cgpu_umap_cache;
+/* Mapped records by (UVM fd, base); grown to keep chains short. */
+static struct cgpu_mem **cgpu_map_ht;
+static unsigned int cgpu_map_bits;
+static unsigned long cgpu_map_nr;
+static LIST_HEAD(cgpu_umaps);
+/* UVM mappings of charged memory, embedded and listed. */
+atomic_t cgpu_nr_umaps = ATOMIC_INIT(0);
+
+#define CGPU_MAP_MIN_BITS	6
+#define CGPU_MAP_MAX_BITS	24
+#define CGPU_MAP_LOAD		4
 
 static struct cgpu_client *cgpu_client_get(struct file *file, u32 h_client)
 {
@@ -97,38 +144,68 @@ static struct cgpu_client *cgpu_client_get(struct file *file, u32 h_client)
 	return c;
 }
 
-/* Credits the charge when its last handle goes. */
-static void cgpu_charge_put(struct cgpu_charge *ch)
+/* Drops a reference; the last one credits the charge. */
+static void cgpu_mem_put(struct cgpu_mem *m)
 {
-	struct cgpu_proc *p = ch->proc;
+	struct cgpu_proc *p = m->proc;
 	struct cgpu_inst *inst = p->inst;
 	bool last_of_proc = false;
+	struct cgpu_proc *gone = NULL;
 
 	lockdep_assert_held(&cgpu_track_lock);
-	if (--ch->refs)
+	if (--m->obj.refs)
 		return;
+	WARN_ON_ONCE(m->map_file);
 	spin_lock(&inst->lock);
-	inst->used -= ch->size;
+	inst->used -= m->size;
 	inst->live_allocs--;
-	p->bytes -= ch->size;
+	p->bytes -= m->size;
 	if (!--p->nr) {
 		list_del(&p->node);
 		inst->nr_procs--;
 		last_of_proc = true;
+		/* A process that frees its last allocation often makes another. */
+		if (inst->spare)
+			gone = p;
+		else
+			inst->spare = p;
 	}
 	spin_unlock(&inst->lock);
-	kmem_cache_free(cgpu_charge_cache, ch);
+	kmem_cache_free(cgpu_mem_cache, m);
 	if (last_of_proc) {
-		kfree(p);
+		kfree(gone);
 		cgpu_inst_put(inst);
 	}
 }
 
 static void cgpu_obj_free(struct cgpu_obj *o)
 {
-	if (o->charge)
-		cgpu_charge_put(o->charge);
-	kmem_cache_free(cgpu_obj_cache, o);
+	struct cgpu_dup *d;
+
+	switch (o->type) {
+	case CGPU_OBJ_MEMORY:
+		cgpu_mem_put(container_of(o, struct cgpu_mem, obj));
+		break;
+	case CGPU_OBJ_DUP:
+		d = container_of(o, struct cgpu_dup, obj);
+		cgpu_mem_put(d->mem);
+		kmem_cache_free(cgpu_dup_cache, d);
+		break;
+	default:
+		kmem_cache_free(cgpu_obj_cache, o);
+	}
+}
+
+/* The allocation behind a memory or dup handle, or NULL. */
+static struct cgpu_mem *cgpu_obj_mem(struct cgpu_obj *o)
+{
+	if (!o)
+		return NULL;
+	if (o->type == CGPU_OBJ_MEMORY)
+		return container_of(o, struct cgpu_mem, obj);
+	if (o->type == CGPU_OBJ_DUP)
+		return container_of(o, struct cgpu_dup, obj)->mem;
+	return NULL;
 }
 
 static void cgpu_client_destroy(struct cgpu_client *c)
@@ -137,14 +214,20 @@ static void cgpu_client_destroy(struct cgpu_client *c)
 	unsigned long idx;
 
 	lockdep_assert_held(&cgpu_track_lock);
-	xa_for_each(&c->objs, idx, o) {
-		xa_erase(&c->objs, idx);
+	/* Nobody else sees the xarray: free the records, then the tree. */
+	xa_for_each(&c->objs, idx, o)
 		cgpu_obj_free(o);
-	}
 	xa_destroy(&c->objs);
 	xa_erase(&cgpu_clients, c->handle);
 	atomic_dec(&cgpu_nr_clients);
-	kfree(c);
+	kfree_rcu(c, rcu);
+}
+
+/* Handle h changes meaning: the hint must not outlive it. */
+static void cgpu_hint_forget(struct cgpu_client *c, u32 h)
+{
+	if (READ_ONCE(c->gpu_hint) >> 32 == h)
+		WRITE_ONCE(c->gpu_hint, 0);
 }
 
 /* Stores o at handle h; a stale object there (a free we missed) goes. */
@@ -155,31 +238,33 @@ static int cgpu_obj_insert(struct cgpu_client *c, u32 h, struct cgpu_obj *o)
 	old = xa_store(&c->objs, h, o, GFP_KERNEL);
 	if (xa_is_err(old))
 		return xa_err(old);
-	if (old)
+	if (old) {
+		cgpu_hint_forget(c, h);
 		cgpu_obj_free(old);
+	}
 	return 0;
 }
 
-struct cgpu_obj *cgpu_obj_alloc(void)
+struct cgpu_mem *cgpu_mem_alloc(void)
 {
-	return kmem_cache_zalloc(cgpu_obj_cache, GFP_KERNEL);
+	return kmem_cache_alloc(cgpu_mem_cache, GFP_KERNEL);
 }
 
-void cgpu_obj_release(struct cgpu_obj *o)
+void cgpu_mem_release(struct cgpu_mem *m)
 {
-	if (o)
-		kmem_cache_free(cgpu_obj_cache, o);
+	if (m)
+		kmem_cache_free(cgpu_mem_cache, m);
 }
 
-struct cgpu_charge *cgpu_charge_alloc(void)
+struct cgpu_dup *cgpu_dup_alloc(void)
 {
-	return kmem_cache_zalloc(cgpu_charge_cache, GFP_KERNEL);
+	return kmem_cache_alloc(cgpu_dup_cache, GFP_KERNEL);
 }
 
-void cgpu_charge_release(struct cgpu_charge *ch)
+void cgpu_dup_release(struct cgpu_dup *d)
 {
-	if (ch)
-		kmem_cache_free(cgpu_charge_cache, ch);
+	if (d)
+		kmem_cache_free(cgpu_dup_cache, d);
 }
 
 /*
@@ -187,7 +272,7 @@ void cgpu_charge_release(struct cgpu_charge *ch)
  * reservation of reserved bytes into use.  May drop inst->lock to allocate
  * the process entry; -ENOMEM leaves everything as it was.
  */
-static int cgpu_charge_commit(struct cgpu_inst *inst, struct cgpu_charge *ch,
+static int cgpu_charge_commit(struct cgpu_inst *inst, struct cgpu_mem *m,
 			      u64 reserved, u64 actual)
 {
 	struct cgpu_proc *p, *spare = NULL;
@@ -200,6 +285,10 @@ again:
 		if (p->tgid == tgid)
 			goto found;
 	}
+	if (!spare && inst->spare) {
+		spare = inst->spare;
+		inst->spare = NULL;
+	}
 	if (!spare) {
 		spin_unlock(&inst->lock);
 		spare = kzalloc(sizeof(*spare), GFP_KERNEL);
@@ -211,8 +300,11 @@ again:
 	spare = NULL;
 	p->tgid = tgid;
 	p->inst = inst;
+	p->nr = 0;
+	p->bytes = 0;
 	kref_get(&inst->ref);
-	list_add_tail(&p->node, &inst->procs);
+	/* The busiest process is looked for first. */
+	list_add(&p->node, &inst->procs);
 	inst->nr_procs++;
 found:
 	p->nr++;
@@ -225,96 +317,95 @@ found:
 	inst->live_allocs++;
 	spin_unlock(&inst->lock);
 	kfree(spare);
-	ch->size = actual;
-	ch->proc = p;
-	ch->refs = 1;
+	m->size = actual;
+	m->proc = p;
 	return 0;
 }
 
 /*
  * Records memory handle h_mem under (h_client, h_parent) and charges it.
- * o and ch are consumed on success; on -ENOMEM the caller still owns them
- * and its reservation.
+ * m is consumed on success; on -ENOMEM the caller still owns it and its
+ * reservation.
  */
 int cgpu_track_mem(struct file *file, u32 h_client, u32 h_parent, u32 h_mem,
-		   struct cgpu_inst *inst, struct cgpu_obj *o,
-		   struct cgpu_charge *ch, u64 reserved, u64 actual)
+		   struct cgpu_inst *inst, struct cgpu_mem *m, u64 reserved,
+		   u64 actual)
 {
 	struct cgpu_client *c;
 	int err = -ENOMEM;
 
+	m->obj.parent = h_parent;
+	m->obj.type = CGPU_OBJ_MEMORY;
+	m->obj.flags = 0;
+	m->obj.refs = 1;
+	m->map_next = NULL;
+	m->map_file = NULL;
+	m->map_base = 0;
 	mutex_lock(&cgpu_track_lock);
 	c = cgpu_client_get(file, h_client);
 	if (!c)
 		goto unlock;
-	/* Reserve the slot first so that the commit below cannot fail after. */
-	err = xa_reserve(&c->objs, h_mem, GFP_KERNEL);
+	err = cgpu_obj_insert(c, h_mem, &m->obj);
 	if (err)
 		goto unlock;
-	err = cgpu_charge_commit(inst, ch, reserved, actual);
-	if (err) {
-		xa_release(&c->objs, h_mem);
-		goto unlock;
-	}
-	o->parent = h_parent;
-	o->type = CGPU_OBJ_MEMORY;
-	o->gpu = inst->gpu;
-	o->charge = ch;
-	/* The slot is reserved: this does not allocate. */
-	WARN_ON(cgpu_obj_insert(c, h_mem, o));
+	/* Nobody can see m before the lock goes: undo is an erase. */
+	err = cgpu_charge_commit(inst, m, reserved, actual);
+	if (err)
+		xa_erase(&c->objs, h_mem);
 unlock:
 	mutex_unlock(&cgpu_track_lock);
 	return err;
 }
 
-/* Is (h_client, h) a charged memory handle? */
-bool cgpu_track_is_mem(u32 h_client, u32 h)
+/*
+ * A reference on the allocation behind memory handle (h_client, h), for a
+ * call about to duplicate or map it: NULL when it is not charged,
+ * ERR_PTR(-EMLINK) when it has as many references as it can count.
+ */
+struct cgpu_mem *cgpu_track_pin(u32 h_client, u32 h)
 {
 	struct cgpu_client *c;
-	struct cgpu_obj *o;
-	bool ret = false;
+	struct cgpu_mem *m;
 
 	mutex_lock(&cgpu_track_lock);
 	c = xa_load(&cgpu_clients, h_client);
-	if (c) {
-		o = xa_load(&c->objs, h);
-		ret = o && o->charge;
+	m = c ? cgpu_obj_mem(xa_load(&c->objs, h)) : NULL;
+	if (m) {
+		if (m->obj.refs == U16_MAX)
+			m = ERR_PTR(-EMLINK);
+		else
+			m->obj.refs++;
 	}
 	mutex_unlock(&cgpu_track_lock);
-	return ret;
+	return m;
+}
+
+void cgpu_track_unpin(struct cgpu_mem *m)
+{
+	mutex_lock(&cgpu_track_lock);
+	cgpu_mem_put(m);
+	mutex_unlock(&cgpu_track_lock);
 }
 
 /*
- * RM_DUP_OBJECT succeeded: h_new in h_client shares the charge of h_src in
- * h_client_src.  o is consumed unless -ENOMEM (or -ENOENT: the source is
- * not charged).
+ * RM_DUP_OBJECT succeeded: h_new in h_client shares the allocation m,
+ * pinned by cgpu_track_pin().  The pin and d are consumed unless -ENOMEM.
  */
 int cgpu_track_dup(struct file *file, u32 h_client, u32 h_parent, u32 h_new,
-		   u32 h_client_src, u32 h_src, struct cgpu_obj *o)
+		   struct cgpu_mem *m, struct cgpu_dup *d)
 {
-	struct cgpu_client *src, *dst;
-	struct cgpu_obj *so;
-	int err = -ENOENT;
+	struct cgpu_client *dst;
+	int err = -ENOMEM;
 
+	d->obj.parent = h_parent;
+	d->obj.type = CGPU_OBJ_DUP;
+	d->obj.flags = 0;
+	d->obj.gpu = CGPU_NO_GPU;
+	d->mem = m;
 	mutex_lock(&cgpu_track_lock);
-	src = xa_load(&cgpu_clients, h_client_src);
-	so = src ? xa_load(&src->objs, h_src) : NULL;
-	if (!so || !so->charge)
-		goto unlock;
-	err = -ENOMEM;
 	dst = cgpu_client_get(file, h_client);
-	if (!dst)
-		goto unlock;
-	o->parent = h_parent;
-	o->type = CGPU_OBJ_MEMORY;
-	o->gpu = so->gpu;
-	o->charge = so->charge;
-	/* Take the reference first: a replaced stale object may be the source. */
-	so->charge->refs++;
-	err = cgpu_obj_insert(dst, h_new, o);
-	if (err)
-		so->charge->refs--;
-unlock:
+	if (dst)
+		err = cgpu_obj_insert(dst, h_new, &d->obj);
 	mutex_unlock(&cgpu_track_lock);
 	return err;
 }
@@ -340,7 +431,9 @@ void cgpu_track_object(struct file *file, u32 h_client, u32 h_parent,
 	} else {
 		o->type = CGPU_OBJ_SUBDEVICE;
 		po = xa_load(&c->objs, h_parent);
-		o->gpu = po ? po->gpu : CGPU_NO_GPU;
+		o->gpu = po && (po->type == CGPU_OBJ_DEVICE ||
+				po->type == CGPU_OBJ_SUBDEVICE) ?
+			 po->gpu : CGPU_NO_GPU;
 	}
 	if (cgpu_obj_insert(c, h_new, o))
 		kmem_cache_free(cgpu_obj_cache, o);
@@ -354,12 +447,23 @@ u32 cgpu_track_gpu_of(u32 h_client, u32 h)
 	struct cgpu_client *c;
 	struct cgpu_obj *o;
 	u32 gpu = CGPU_NO_GPU;
+	u64 hint = 0;
+
+	rcu_read_lock();
+	c = xa_load(&cgpu_clients, h_client);
+	if (c)
+		hint = READ_ONCE(c->gpu_hint);
+	rcu_read_unlock();
+	if (h && hint >> 32 == h)
+		return (u16)hint;
 
 	mutex_lock(&cgpu_track_lock);
 	c = xa_load(&cgpu_clients, h_client);
 	o = c ? xa_load(&c->objs, h) : NULL;
-	if (o && o->type != CGPU_OBJ_MEMORY)
+	if (o && (o->type == CGPU_OBJ_DEVICE || o->type == CGPU_OBJ_SUBDEVICE)) {
 		gpu = o->gpu;
+		WRITE_ONCE(c->gpu_hint, (u64)h << 32 | gpu);
+	}
 	mutex_unlock(&cgpu_track_lock);
 	return gpu;
 }
@@ -399,7 +503,9 @@ void cgpu_track_free(u32 h_client, u32 h)
 		goto unlock;
 	}
 	o = xa_load(&c->objs, h);
-	if (!o || o->type != CGPU_OBJ_MEMORY) {
+	if (!o || (o->type != CGPU_OBJ_MEMORY && o->type != CGPU_OBJ_DUP)) {
+		/* Parents go: no hint may name one of them (it is one slot). */
+		WRITE_ONCE(c->gpu_hint, 0);
 		/*
 		 * A parent goes with everything under it, including memory
 		 * below a parent made before we were watching (h unknown).
@@ -424,57 +530,153 @@ unlock:
 	mutex_unlock(&cgpu_track_lock);
 }
 
-struct cgpu_umap *cgpu_umap_alloc(void)
+/* ---- UVM mappings ---------------------------------------------------------- */
+
+static struct cgpu_mem **cgpu_map_bucket(struct file *file, u64 base)
 {
-	return kmem_cache_zalloc(cgpu_umap_cache, GFP_KERNEL);
+	return &cgpu_map_ht[hash_64(base ^ (u64)(uintptr_t)file, cgpu_map_bits)];
 }
 
-void cgpu_umap_release(struct cgpu_umap *m)
+/* Keeps the load under CGPU_MAP_LOAD; on failure chains just grow. */
+static void cgpu_map_grow(void)
 {
-	if (m)
-		kmem_cache_free(cgpu_umap_cache, m);
+	unsigned int bits = cgpu_map_ht ? cgpu_map_bits + 1 : CGPU_MAP_MIN_BITS;
+	struct cgpu_mem **old = cgpu_map_ht, **ht, *m, *next;
+	unsigned int old_bits = cgpu_map_bits;
+	unsigned long i;
+
+	lockdep_assert_held(&cgpu_track_lock);
+	if (bits > CGPU_MAP_MAX_BITS)
+		return;
+	ht = kvcalloc(1UL << bits, sizeof(*ht), GFP_KERNEL);
+	if (!ht)
+		return;
+	cgpu_map_ht = ht;
+	cgpu_map_bits = bits;
+	for (i = 0; old && i < (1UL << old_bits); i++) {
+		for (m = old[i]; m; m = next) {
+			struct cgpu_mem **b = cgpu_map_bucket(m->map_file,
+							      m->map_base);
+
+			next = m->map_next;
+			m->map_next = *b;
+			*b = m;
+		}
+	}
+	kvfree(old);
+}
+
+static void cgpu_map_insert(struct cgpu_mem *m, struct file *file, u64 base)
+{
+	struct cgpu_mem **b;
+
+	lockdep_assert_held(&cgpu_track_lock);
+	if (!cgpu_map_ht || cgpu_map_nr >= (CGPU_MAP_LOAD << cgpu_map_bits))
+		cgpu_map_grow();
+	m->map_file = file;
+	m->map_base = base;
+	b = cgpu_map_bucket(file, base);
+	m->map_next = *b;
+	*b = m;
+	cgpu_map_nr++;
+	atomic_inc(&cgpu_nr_umaps);
+}
+
+/* Unlinks *pm (a bucket's link); the caller drops the reference. */
+static struct cgpu_mem *cgpu_map_unlink(struct cgpu_mem **pm)
+{
+	struct cgpu_mem *m = *pm;
+
+	*pm = m->map_next;
+	m->map_next = NULL;
+	m->map_file = NULL;
+	cgpu_map_nr--;
+	atomic_dec(&cgpu_nr_umaps);
+	return m;
+}
+
+/* Nothing mapped: the table goes, so an idle module holds nothing. */
+static void cgpu_map_shrink(void)
+{
+	if (!cgpu_map_nr && cgpu_map_ht) {
+		kvfree(cgpu_map_ht);
+		cgpu_map_ht = NULL;
+		cgpu_map_bits = 0;
+	}
+}
+
+struct cgpu_umap *cgpu_umap_alloc(void)
+{
+	return kmem_cache_alloc(cgpu_umap_cache, GFP_KERNEL);
+}
+
+void cgpu_umap_release(struct cgpu_umap *u)
+{
+	if (u)
+		kmem_cache_free(cgpu_umap_cache, u);
 }
 
 /* Drops the mappings of UVM fd file at base (all of them if all). */
 static void cgpu_umap_drop_locked(struct file *file, bool all, u64 base)
 {
-	struct cgpu_umap *m, *tmp;
+	struct cgpu_umap *u, *tmp;
+	struct cgpu_mem **pm;
+	unsigned long i;
 
 	lockdep_assert_held(&cgpu_track_lock);
-	list_for_each_entry_safe(m, tmp, &cgpu_umaps, node) {
-		if (m->file != file || (!all && m->base != base))
-			continue;
-		list_del(&m->node);
-		atomic_dec(&cgpu_nr_umaps);
-		cgpu_charge_put(m->charge);
-		kmem_cache_free(cgpu_umap_cache, m);
+	if (cgpu_map_ht && !all) {
+		for (pm = cgpu_map_bucket(file, base); *pm;) {
+			if ((*pm)->map_file == file && (*pm)->map_base == base)
+				cgpu_mem_put(cgpu_map_unlink(pm));
+			else
+				pm = &(*pm)->map_next;
+		}
+	} else if (cgpu_map_ht) {
+		for (i = 0; i < (1UL << cgpu_map_bits); i++) {
+			for (pm = &cgpu_map_ht[i]; *pm;) {
+				if ((*pm)->map_file == file)
+					cgpu_mem_put(cgpu_map_unlink(pm));
+				else
+					pm = &(*pm)->map_next;
+			}
+		}
 	}
+	list_for_each_entry_safe(u, tmp, &cgpu_umaps, node) {
+		if (u->file != file || (!all && u->base != base))
+			continue;
+		list_del(&u->node);
+		atomic_dec(&cgpu_nr_umaps);
+		cgpu_mem_put(u->mem);
+		kmem_cache_free(cgpu_umap_cache, u);
+	}
+	cgpu_map_shrink();
 }
 
 /*
- * UVM_MAP_EXTERNAL_ALLOCATION of (h_client, h_mem) at base on UVM fd file
- * succeeded.  A mapping already at base is replaced.  m is consumed
- * unless the memory is not charged (returns false).
+ * UVM_MAP_EXTERNAL_ALLOCATION of m (pinned by cgpu_track_pin()) at base on
+ * UVM fd file succeeded: the pin becomes the mapping's reference.  A
+ * mapping already at base is replaced.  u is consumed when used (returns
+ * true); without it a second mapping of m keeps the pin unrecorded, so
+ * the charge stays until the allocation goes (the safe side).
  */
-bool cgpu_track_uvm_map(struct file *file, u64 base, u32 h_client, u32 h_mem,
-			struct cgpu_umap *m)
+bool cgpu_track_uvm_map(struct file *file, u64 base, struct cgpu_mem *m,
+			struct cgpu_umap *u)
 {
-	struct cgpu_client *c;
-	struct cgpu_obj *o;
 	bool used = false;
 
 	mutex_lock(&cgpu_track_lock);
 	cgpu_umap_drop_locked(file, false, base);
-	c = xa_load(&cgpu_clients, h_client);
-	o = c ? xa_load(&c->objs, h_mem) : NULL;
-	if (o && o->charge) {
-		m->file = file;
-		m->base = base;
-		m->charge = o->charge;
-		o->charge->refs++;
-		list_add(&m->node, &cgpu_umaps);
+	if (!m->map_file) {
+		cgpu_map_insert(m, file, base);
+	} else if (u) {
+		u->file = file;
+		u->base = base;
+		u->mem = m;
+		list_add(&u->node, &cgpu_umaps);
 		atomic_inc(&cgpu_nr_umaps);
 		used = true;
+	} else {
+		pr_warn_ratelimited("a UVM mapping could not be recorded: its memory stays charged\n");
 	}
 	mutex_unlock(&cgpu_track_lock);
 	return used;
@@ -509,11 +711,14 @@ void cgpu_track_file_closed(struct file *file)
 int cgpu_track_init(void)
 {
 	cgpu_obj_cache = KMEM_CACHE(cgpu_obj, 0);
-	cgpu_charge_cache = KMEM_CACHE(cgpu_charge, 0);
+	cgpu_mem_cache = KMEM_CACHE(cgpu_mem, 0);
+	cgpu_dup_cache = KMEM_CACHE(cgpu_dup, 0);
 	cgpu_umap_cache = KMEM_CACHE(cgpu_umap, 0);
-	if (!cgpu_obj_cache || !cgpu_charge_cache || !cgpu_umap_cache) {
+	if (!cgpu_obj_cache || !cgpu_mem_cache || !cgpu_dup_cache ||
+	    !cgpu_umap_cache) {
 		kmem_cache_destroy(cgpu_obj_cache);
-		kmem_cache_destroy(cgpu_charge_cache);
+		kmem_cache_destroy(cgpu_mem_cache);
+		kmem_cache_destroy(cgpu_dup_cache);
 		kmem_cache_destroy(cgpu_umap_cache);
 		return -ENOMEM;
 	}
@@ -529,10 +734,13 @@ void cgpu_track_exit(void)
 	mutex_lock(&cgpu_track_lock);
 	xa_for_each(&cgpu_clients, idx, c)
 		cgpu_client_destroy(c);
+	WARN_ON(cgpu_map_nr || !list_empty(&cgpu_umaps));
+	kvfree(cgpu_map_ht);
+	cgpu_map_ht = NULL;
 	mutex_unlock(&cgpu_track_lock);
 	xa_destroy(&cgpu_clients);
-	WARN_ON(!list_empty(&cgpu_umaps));
 	kmem_cache_destroy(cgpu_obj_cache);
-	kmem_cache_destroy(cgpu_charge_cache);
+	kmem_cache_destroy(cgpu_mem_cache);
+	kmem_cache_destroy(cgpu_dup_cache);
 	kmem_cache_destroy(cgpu_umap_cache);
 }

@@ -36,7 +36,7 @@ struct cgpu_pool {
 /* Nests inside mmap_lock (the mmap hook); nothing nests inside it. */
 static DEFINE_SPINLOCK(cgpu_pool_lock);
 static LIST_HEAD(cgpu_pools);
-static unsigned int cgpu_nr_pools;
+unsigned int cgpu_nr_pools;
 
 static void cgpu_pool_forget(struct file *f, bool all, u64 base)
 {
@@ -114,36 +114,57 @@ static long cgpu_uvm_sem_pool(struct file *f, unsigned int cmd,
  * stays until the mapping goes [10.7].  The handle and status sit at the
  * end, where depends on the driver's version.
  */
+struct cgpu_uvm_map_tail {
+	s32 rm_ctrl_fd;
+	u32 h_client;
+	u32 h_memory;
+	u32 rm_status;
+};
+
 static long cgpu_uvm_map_external(struct file *f, unsigned int cmd,
 				  unsigned long arg)
 {
 	void __user *up = (void __user *)arg;
-	struct {
-		s32 rm_ctrl_fd;
-		u32 h_client;
-		u32 h_memory;
-		u32 rm_status;
-	} tail;
-	struct cgpu_umap *m;
+	struct cgpu_uvm_map_tail tail, after;
+	struct cgpu_umap *u = NULL;
+	struct cgpu_mem *m;
 	size_t off;
 	u64 base;
 	long ret;
 
-	if (get_user(base, (u64 __user *)up))
-		return cgpu_orig_uvm_ioctl(f, cmd, arg);
-	/* Without a record the charge could go early: refuse (fail closed). */
-	m = cgpu_umap_alloc();
-	if (!m)
-		return -ENOMEM;
-	ret = cgpu_orig_uvm_ioctl(f, cmd, arg);
 	off = READ_ONCE(cgpu_uvm_new_layout) ?
 	      offsetof(struct nva_uvm_map_external_allocation, rm_ctrl_fd) :
 	      NVA_UVM_MAP_EXT_OLD_OFF_FD;
-	if (!ret && !copy_from_user(&tail, up + off, sizeof(tail)) &&
-	    tail.rm_status == NVA_OK &&
-	    cgpu_track_uvm_map(f, base, tail.h_client, tail.h_memory, m))
-		m = NULL;
-	cgpu_umap_release(m);
+	if (get_user(base, (u64 __user *)up) ||
+	    copy_from_user(&tail, up + off, sizeof(tail)))
+		return cgpu_orig_uvm_ioctl(f, cmd, arg);
+	/* The record stays while UVM maps it; not ours: nothing to hold. */
+	m = cgpu_track_pin(tail.h_client, tail.h_memory);
+	if (!m)
+		return cgpu_orig_uvm_ioctl(f, cmd, arg);
+	if (IS_ERR(m))
+		return -ENOMEM;
+	/* A second mapping of it needs a record: fail closed without one. */
+	u = cgpu_umap_alloc();
+	if (!u) {
+		cgpu_track_unpin(m);
+		return -ENOMEM;
+	}
+	ret = cgpu_orig_uvm_ioctl(f, cmd, arg);
+	if (ret || copy_from_user(&after, up + off, sizeof(after)) ||
+	    after.rm_status != NVA_OK) {
+		cgpu_track_unpin(m);
+	} else if (after.h_client != tail.h_client ||
+		   after.h_memory != tail.h_memory) {
+		/* The buffer changed under the driver: follow its reply. */
+		cgpu_track_unpin(m);
+		m = cgpu_track_pin(after.h_client, after.h_memory);
+		if (!IS_ERR_OR_NULL(m) && cgpu_track_uvm_map(f, base, m, u))
+			u = NULL;
+	} else if (cgpu_track_uvm_map(f, base, m, u)) {
+		u = NULL;
+	}
+	cgpu_umap_release(u);
 	return ret;
 }
 
