@@ -31,11 +31,18 @@ import (
 )
 
 const (
-	numGPUs    = 16
-	perGPU     = 20
-	gpuMemory  = 80 << 30
-	sliceBytes = 1 << 30
-	clients    = 32
+	mockGPUs  = 16 // kernel.Fake's node
+	perGPU    = 20
+	gpuMemory = 80 << 30
+	clients   = 32
+)
+
+var (
+	// sliceBytes is each instance's memory: 1 GiB, less where 20 of them
+	// would not fit a GPU (nvmock's cards in the guest).
+	sliceBytes uint64 = 1 << 30
+	numGPUs           = mockGPUs
+	prefix            = "daemon_"
 )
 
 func main() {
@@ -44,15 +51,19 @@ func main() {
 	seq := flag.Int("seq", 300, "sequential create+destroy round trips")
 	conc := flag.Int("conc", 1500, "round trips spread over the 32 concurrent clients")
 	fsyncs := flag.Int("fsync", 300, "fsync'd bbolt writes for the floor")
+	real := flag.Bool("real", false, "the real cgpud parts (cgpu.ko, eBPF filters, cgroups under /sys/fs/cgroup): the VM guest, as root")
 	flag.Parse()
 	if *serve {
-		if err := runServer(*dir); err != nil {
+		if err := runServer(*dir, *real); err != nil {
 			fmt.Fprintln(os.Stderr, "daemonbench -serve:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	if err := run(*seq, *conc, *fsyncs); err != nil {
+	if *real {
+		prefix = "daemon_guest_"
+	}
+	if err := run(*seq, *conc, *fsyncs, *real); err != nil {
 		fmt.Fprintln(os.Stderr, "daemonbench:", err)
 		os.Exit(1)
 	}
@@ -237,7 +248,7 @@ func rssOf(pid int) (rss, hwm uint64, err error) {
 	return rss, hwm, nil
 }
 
-func run(nSeq, nConc, nFsync int) error {
+func run(nSeq, nConc, nFsync int, real bool) error {
 	dir, err := os.MkdirTemp("", "daemonbench-")
 	if err != nil {
 		return err
@@ -247,15 +258,31 @@ func run(nSeq, nConc, nFsync int) error {
 	if err != nil {
 		return err
 	}
-	// The container cgroups: plain directories (the resolver's cgroup2
-	// check is off in the bench).
+	// The container cgroups: plain directories on the host (the resolver's
+	// cgroup2 check is off there), real cgroups in the guest.
 	cgRoot := filepath.Join(dir, "cgroup")
-	for i := range max(clients, numGPUs*perGPU) {
-		if err := os.MkdirAll(filepath.Join(cgRoot, "bench", fmt.Sprintf("c%d", i)), 0o755); err != nil {
+	if real {
+		cgRoot = "/sys/fs/cgroup"
+	}
+	var made []string
+	defer func() {
+		for i := len(made) - 1; i >= 0; i-- {
+			os.Remove(made[i])
+		}
+	}()
+	for i := range max(clients, 64*perGPU) {
+		p := filepath.Join(cgRoot, "dbench", fmt.Sprintf("c%d", i))
+		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
+		made = append(made, p)
 	}
-	child := exec.Command(self, "-serve", "-dir", dir)
+	made = append([]string{filepath.Join(cgRoot, "dbench")}, made...)
+	args := []string{"-serve", "-dir", dir}
+	if real {
+		args = append(args, "-real")
+	}
+	child := exec.Command(self, args...)
 	child.Stderr = os.Stderr
 	out, err := child.StdoutPipe()
 	if err != nil {
@@ -275,7 +302,10 @@ func run(nSeq, nConc, nFsync int) error {
 	}
 	api := unixClient(filepath.Join(dir, "api.sock"), clients)
 	empty := unixClient(filepath.Join(dir, "empty.sock"), clients)
-	cg := func(w int) string { return fmt.Sprintf("/bench/c%d", w) }
+	cg := func(w int) string { return fmt.Sprintf("/dbench/c%d", w) }
+	if err := learnGPUs(api); err != nil {
+		return err
+	}
 
 	// Warm both paths up (connections, page cache, bbolt's first pages).
 	if _, _, err := roundTrips(api, 20, 1, "warm", cg); err != nil {
@@ -337,12 +367,21 @@ func run(nSeq, nConc, nFsync int) error {
 	if err != nil {
 		return err
 	}
+	for i := range numGPUs * perGPU {
+		if _, err := call(api, "DELETE", fmt.Sprintf("/v1/instances/full%d", i), nil, http.StatusNoContent); err != nil {
+			return fmt.Errorf("empty the node: %w", err)
+		}
+	}
 
 	seqRate := float64(nSeq) / seqWall.Seconds()
 	concRate := float64(nConc) / concWall.Seconds()
 	eSeqRate := float64(nSeq) / eSeqWall.Seconds()
 	eConcRate := float64(nConc) / eConcWall.Seconds()
-	fmt.Printf("cgpud API benchmark (kernel.Fake, in-memory device filter; socket, HTTP, validation, Manager, bbolt+fsync real)\n")
+	if real {
+		fmt.Printf("cgpud API benchmark in the guest: everything real (cgpu.ko on nvmock.ko, eBPF device filters, cgroups, bbolt+fsync), %d GPUs, %d MiB slices\n", numGPUs, sliceBytes>>20)
+	} else {
+		fmt.Printf("cgpud API benchmark (kernel.Fake, in-memory device filter; socket, HTTP, validation, Manager, bbolt+fsync real), %d GPUs\n", numGPUs)
+	}
 	fmt.Printf("%-34s %12s %10s %10s\n", "", "trips/s", "p50 ms", "p99 ms")
 	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", "create+destroy, 1 client", seqRate, ms(pct(seqLat, .5)), ms(pct(seqLat, .99)))
 	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", fmt.Sprintf("create+destroy, %d clients", clients), concRate, ms(pct(concLat, .5)), ms(pct(concLat, .99)))
@@ -352,7 +391,9 @@ func run(nSeq, nConc, nFsync int) error {
 	fmt.Printf("%-34s %12s %10.1f MiB (peak %.1f MiB)\n", fmt.Sprintf("daemon RSS, %d instances", numGPUs*perGPU), "", float64(rss)/(1<<20), float64(hwm)/(1<<20))
 	fmt.Printf("(latencies are of the create request; a trip is a create and a destroy)\n")
 
-	line2 := func(name string, v float64, unit string) { fmt.Printf("bench: %s %.3f %s\n", name, v, unit) }
+	line2 := func(name string, v float64, unit string) {
+		fmt.Printf("bench: %s%s %.3f %s\n", prefix, strings.TrimPrefix(name, "daemon_"), v, unit)
+	}
 	line2("daemon_seq_roundtrips", seqRate, "trips/s")
 	line2("daemon_conc32_roundtrips", concRate, "trips/s")
 	line2("daemon_conc32_over_seq", concRate/seqRate, "x")
@@ -364,7 +405,7 @@ func run(nSeq, nConc, nFsync int) error {
 	line2("daemon_empty_seq_roundtrips", eSeqRate, "trips/s")
 	line2("daemon_empty_create_p50", ms(pct(eSeqLat, .5)), "ms")
 	line2("daemon_seq_over_empty", seqRate/eSeqRate, "x")
-	line2("daemon_rss_320_instances", float64(rss)/(1<<20), "MiB")
+	line2(fmt.Sprintf("daemon_rss_%d_instances", numGPUs*perGPU), float64(rss)/(1<<20), "MiB")
 	ok := func(b bool) string {
 		if b {
 			return "met"
@@ -373,5 +414,30 @@ func run(nSeq, nConc, nFsync int) error {
 	}
 	fmt.Printf("targets: p99 create <= fsync p99 + 1 ms: %s; 32 clients >= 5x sequential: %s; RSS < 40 MiB: %s\n",
 		ok(pct(seqLat, .99) <= pct(floor, .99)+time.Millisecond), ok(concRate >= 5*seqRate), ok(rss < 40<<20))
+	return nil
+}
+
+// learnGPUs reads the daemon's GPUs: how many to fill, and a slice size
+// that 20 instances fit on the smallest.
+func learnGPUs(c *http.Client) error {
+	req, _ := http.NewRequest("GET", "http://cgpud/v1/gpus", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var gpus []struct {
+		MemoryTotal uint64 `json:"memory_total"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&gpus); err != nil {
+		return fmt.Errorf("gpus: %w", err)
+	}
+	if len(gpus) == 0 {
+		return fmt.Errorf("the daemon found no GPU")
+	}
+	numGPUs = min(len(gpus), 64)
+	for _, g := range gpus {
+		sliceBytes = min(sliceBytes, g.MemoryTotal/perGPU/(1<<20)*(1<<20))
+	}
 	return nil
 }

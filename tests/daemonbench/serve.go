@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
 	"github.com/cgpu-dev/cgpu/internal/cgroup"
+	"github.com/cgpu-dev/cgpu/internal/config"
 	"github.com/cgpu-dev/cgpu/internal/daemon"
 	"github.com/cgpu-dev/cgpu/internal/gpu"
 	"github.com/cgpu-dev/cgpu/internal/instance"
@@ -57,32 +57,61 @@ func (f *memFilter) Pinned(context.Context) ([]uint64, error) {
 // runServer is the daemon side: the Manager and the API server as cgpud
 // builds them, with the kernel and the filter swapped for in-memory ones,
 // and the empty handler on a second socket.
-func runServer(dir string) error {
+func runServer(dir string, real bool) error {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+	var m daemon.Manager
+	if real {
+		c := config.Default()
+		c.StateDir = filepath.Join(dir, "state")
+		parts, err := daemon.Build(ctx, c, log)
+		if err != nil {
+			return err
+		}
+		defer parts.Close()
+		m = parts.Manager
+	} else {
+		mm, closeFn, err := fakeManager(dir, log)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		m = mm
+	}
+	if err := m.Reconcile(ctx); err != nil {
+		return err
+	}
+	return serveOn(ctx, dir, m, log)
+}
+
+// fakeManager is the Manager over kernel.Fake and the in-memory filter,
+// with bbolt real.
+func fakeManager(dir string, log *logrus.Logger) (daemon.Manager, func(), error) {
 	inv := gpu.Inventory{DriverVersion: "550.54.15", Source: "procfs"}
-	for i := range numGPUs {
+	for i := range mockGPUs {
 		inv.GPUs = append(inv.GPUs, gpu.GPU{Index: i, Minor: uint32(i), UUID: fmt.Sprintf("GPU-%08d-0000-0000-0000-000000000000", i),
 			Name: "Mock GPU", BusID: fmt.Sprintf("0000:%02x:00.0", i+1), MemoryTotal: gpuMemory})
 	}
 	store, err := state.Open(state.WithDir(filepath.Join(dir, "state")))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer store.Close()
 	cg := cgroup.New(cgroup.WithRoot(filepath.Join(dir, "cgroup")), cgroup.WithFSCheck(func(string) error { return nil }))
 	m, err := instance.New(instance.WithKernel(kernel.NewFake()), instance.WithInventory(inv), instance.WithStore(store),
 		instance.WithDeviceFilter(&memFilter{pinned: map[uint64][]uint32{}}), instance.WithCgroups(cg),
 		instance.WithLogger(log), instance.WithSweep(time.Hour))
 	if err != nil {
-		return err
+		store.Close()
+		return nil, nil, err
 	}
-	defer m.Close()
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer cancel()
-	if err := m.Reconcile(ctx); err != nil {
-		return err
-	}
+	return m, func() { m.Close(); store.Close() }, nil
+}
+
+// serveOn serves m on api.sock and the empty handler on empty.sock until
+// ctx ends.
+func serveOn(ctx context.Context, dir string, m daemon.Manager, log *logrus.Logger) error {
 	gid := os.Getgid()
 	lookup := func(string) (int, error) { return gid, nil }
 	ln, err := server.Listen(filepath.Join(dir, "api.sock"), server.SocketOptions{Group: "bench", Lookup: lookup, Log: log})
@@ -111,7 +140,6 @@ func runServer(dir string) error {
 	})}
 	go empty.Serve(eln)
 	defer empty.Shutdown(context.Background())
-	_ = v1.APIVersion
 	fmt.Println("ready")
 	<-ctx.Done()
 	return nil
