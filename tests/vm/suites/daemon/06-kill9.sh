@@ -1,64 +1,92 @@
 #!/bin/sh
 # kill -9 of the daemon in the middle of creates and of destroys, at
-# different moments: each restart reconciles to a state in which the
-# kernel's instances, the device-filter pins and the daemon's list agree,
-# every instance is ready, and nothing is leaked.
+# different moments: three clients keep creating (or destroying) one
+# instance after another, so the kill lands with requests inside the
+# daemon. Each restart reconciles to a state in which the kernel's
+# instances, the device-filter pins and the daemon's list agree, every
+# instance is ready, and nothing is leaked.
 # vm-timeout: 600
 # shellcheck source=SCRIPTDIR/../../lib.sh
 . /opt/cgpu/lib.sh
 # shellcheck source=SCRIPTDIR/helpers.inc
 . "$(dirname "$0")/helpers.inc"
 
-# consistent ROUND: daemon, kernel and pins agree.
+# consistent WHAT: daemon, kernel and pins agree.
 consistent() {
 	d=$(daemon_names)
 	k=$(kernel_names)
 	want=$(for n in $d; do echo "$n.0"; done)
-	[ "$k" = "$want" ] || fail "round $1: kernel [$(echo "$k" | tr '\n' ' ')] but daemon [$(echo "$d" | tr '\n' ' ')]"
+	[ "$k" = "$want" ] || fail "$1: kernel [$(echo "$k" | tr '\n' ' ')] but daemon [$(echo "$d" | tr '\n' ' ')]"
 	api GET /v1/instances
 	if echo "$body" | grep -q '"state":"creating"\|"state":"destroying"'; then
-		fail "round $1: an instance is not settled after reconciliation: $body"
+		fail "$1: an instance is not settled after reconciliation: $body"
 	fi
-	assert_eq "$(echo "$d" | grep -c .)" "$(pins)" "round $1: filter pins"
-	echo "round $1: $(echo "$d" | grep -c .) instances, consistent"
+	assert_eq "$(echo "$d" | grep -c .)" "$(pins)" "$1: filter pins"
+	echo "$1: $(echo "$d" | grep -c .) instances, consistent"
+}
+
+# restart WHAT: start the daemon again and show what reconciliation did.
+restart() {
+	_from=$(wc -l <"$LOG")
+	start_daemon
+	sed -n "$((_from + 1)),\$p" "$LOG" | grep 'msg="reconcile: ' | sed 's/^/    log: /'
+	consistent "$1"
+}
+
+# creator ROUND CLIENT: create instances one after another until killed.
+creator() {
+	_j=1
+	while :; do
+		_n="k$1-$2-$_j"
+		mkdir -p "$CG/dt-$_n"
+		apicall -s "$SOCK" POST /v1/instances "{\"name\":\"$_n\",\"container_id\":\"$_n\",\"cgroup\":\"$CG/dt-$_n\",\"memory\":$MIB,\"gpus\":[\"0\"]}" >/dev/null 2>&1 || exit 0
+		_j=$((_j + 1))
+		[ $_j -le 8 ] || exit 0
+	done
+}
+
+# destroyer NAME...: destroy instances one after another until killed.
+destroyer() {
+	for _n in "$@"; do
+		apicall -s "$SOCK" DELETE "/v1/instances/$_n" >>/tmp/destroys.out 2>&1 || exit 0
+	done
 }
 
 round=0
-for delay in 0.02 0.1 0.3 0.6; do
+for delay in 0.3 0.7 1.1 1.6; do
 	round=$((round + 1))
 	start_daemon
-	i=1
-	while [ $i -le 6 ]; do
-		mkdir -p "$CG/dt-k$round-$i"
-		apicall -s "$SOCK" POST /v1/instances "{\"name\":\"k$round-$i\",\"container_id\":\"c$round-$i\",\"cgroup\":\"$CG/dt-k$round-$i\",\"memory\":$MIB,\"gpus\":[\"0\"]}" >/dev/null 2>&1 &
-		i=$((i + 1))
+	for c in 1 2 3; do
+		creator "$round" "$c" &
 	done
 	sleep "$delay"
 	kill -9 "$DPID"
 	wait 2>/dev/null
 	DPID=
 	echo "round $round: killed during creates after ${delay}s"
-	start_daemon
-	consistent "$round (creates)"
+	restart "round $round (creates)"
 	stop_daemon KILL
 done
 
 round=0
-for delay in 0.02 0.1 0.3; do
+for delay in 0.4 0.8 1.2; do
 	round=$((round + 1))
 	start_daemon
-	for n in $(daemon_names | head -4); do
-		apicall -s "$SOCK" DELETE "/v1/instances/$n" >/dev/null 2>&1 &
+	names=$(daemon_names)
+	for c in 0 1 2; do
+		# shellcheck disable=SC2046 # one name a word
+		destroyer $(echo "$names" | awk -v c="$c" 'NR % 3 == c') &
 	done
 	sleep "$delay"
 	kill -9 "$DPID"
 	wait 2>/dev/null
 	DPID=
-	echo "destroy round $round: killed after ${delay}s"
-	start_daemon
-	consistent "$round (destroys)"
+	echo "destroy round $round: killed after ${delay}s, $(grep -c '^204' /tmp/destroys.out 2>/dev/null) destroys answered"
+	rm -f /tmp/destroys.out
+	restart "round $round (destroys)"
 	stop_daemon KILL
 done
+echo "repairs logged: $(grep -c 'msg="reconcile: ' "$LOG")"
 
 echo "### the rest goes through the API, and nothing is left"
 start_daemon
