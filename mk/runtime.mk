@@ -11,6 +11,7 @@ GUEST_EXTRA += guest-runtime
 .PHONY: guest-runtime containers-vm-test bench-runtime
 
 guest-runtime: ## stage runc, its libraries and a busybox+fakecuda container rootfs into build/guest/root
+	@CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(GUEST_BIN)/ ./tests/containers/runtimebench
 	@tests/containers/stage $(GUEST_ROOT) $(GUEST_BIN)
 
 containers-vm-test: deps guest ## containers end to end in the VM: runc, the cgpuctl OCI hook, cgpud, cgpu.ko
