@@ -52,9 +52,10 @@ func main() {
 	conc := flag.Int("conc", 1500, "round trips spread over the 32 concurrent clients")
 	fsyncs := flag.Int("fsync", 300, "fsync'd bbolt writes for the floor")
 	real := flag.Bool("real", false, "the real cgpud parts (cgpu.ko, eBPF filters, cgroups under /sys/fs/cgroup): the VM guest, as root")
+	filter := flag.Bool("filter", true, "with -real: attach eBPF device filters (false shows what they cost)")
 	flag.Parse()
 	if *serve {
-		if err := runServer(*dir, *real); err != nil {
+		if err := runServer(*dir, *real, *filter); err != nil {
 			fmt.Fprintln(os.Stderr, "daemonbench -serve:", err)
 			os.Exit(1)
 		}
@@ -63,7 +64,10 @@ func main() {
 	if *real {
 		prefix = "daemon_guest_"
 	}
-	if err := run(*seq, *conc, *fsyncs, *real); err != nil {
+	if *real && !*filter {
+		prefix = "daemon_guest_nofilter_"
+	}
+	if err := run(*seq, *conc, *fsyncs, *real, *filter); err != nil {
 		fmt.Fprintln(os.Stderr, "daemonbench:", err)
 		os.Exit(1)
 	}
@@ -248,7 +252,7 @@ func rssOf(pid int) (rss, hwm uint64, err error) {
 	return rss, hwm, nil
 }
 
-func run(nSeq, nConc, nFsync int, real bool) error {
+func run(nSeq, nConc, nFsync int, real, filter bool) error {
 	dir, err := os.MkdirTemp("", "daemonbench-")
 	if err != nil {
 		return err
@@ -280,7 +284,7 @@ func run(nSeq, nConc, nFsync int, real bool) error {
 	made = append([]string{filepath.Join(cgRoot, "dbench")}, made...)
 	args := []string{"-serve", "-dir", dir}
 	if real {
-		args = append(args, "-real")
+		args = append(args, "-real", fmt.Sprintf("-filter=%v", filter))
 	}
 	child := exec.Command(self, args...)
 	child.Stderr = os.Stderr
@@ -378,7 +382,7 @@ func run(nSeq, nConc, nFsync int, real bool) error {
 	eSeqRate := float64(nSeq) / eSeqWall.Seconds()
 	eConcRate := float64(nConc) / eConcWall.Seconds()
 	if real {
-		fmt.Printf("cgpud API benchmark in the guest: everything real (cgpu.ko on nvmock.ko, eBPF device filters, cgroups, bbolt+fsync), %d GPUs, %d MiB slices\n", numGPUs, sliceBytes>>20)
+		fmt.Printf("cgpud API benchmark in the guest: everything real (cgpu.ko on nvmock.ko, eBPF device filters: %v, cgroups, bbolt+fsync), %d GPUs, %d MiB slices\n", filter, numGPUs, sliceBytes>>20)
 	} else {
 		fmt.Printf("cgpud API benchmark (kernel.Fake, in-memory device filter; socket, HTTP, validation, Manager, bbolt+fsync real), %d GPUs\n", numGPUs)
 	}
@@ -411,6 +415,9 @@ func run(nSeq, nConc, nFsync int, real bool) error {
 			return "met"
 		}
 		return "MISSED"
+	}
+	if real {
+		fmt.Printf("(the targets are the host's; the guest runs under TCG emulation and its /tmp is tmpfs)\n")
 	}
 	fmt.Printf("targets: p99 create <= fsync p99 + 1 ms: %s; 32 clients >= 5x sequential: %s; RSS < 40 MiB: %s\n",
 		ok(pct(seqLat, .99) <= pct(floor, .99)+time.Millisecond), ok(concRate >= 5*seqRate), ok(rss < 40<<20))

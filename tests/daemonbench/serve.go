@@ -57,7 +57,7 @@ func (f *memFilter) Pinned(context.Context) ([]uint64, error) {
 // runServer is the daemon side: the Manager and the API server as cgpud
 // builds them, with the kernel and the filter swapped for in-memory ones,
 // and the empty handler on a second socket.
-func runServer(dir string, real bool) error {
+func runServer(dir string, real, filter bool) error {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -66,6 +66,7 @@ func runServer(dir string, real bool) error {
 	if real {
 		c := config.Default()
 		c.StateDir = filepath.Join(dir, "state")
+		c.DeviceFilter = filter
 		parts, err := daemon.Build(ctx, c, log)
 		if err != nil {
 			return err
