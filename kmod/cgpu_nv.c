@@ -178,25 +178,9 @@ static long cgpu_nv_version(struct cgpu_call *c)
  */
 static u64 cgpu_nv_round(u64 size, u32 attr)
 {
-	u64 page;
-
 	if (!size || size > CGPU_MEM_LIMIT_MAX)
 		return size;
-	switch (FIELD_GET(NVA_ATTR_PAGE_SIZE_MASK, attr)) {
-	case NVA_ATTR_PAGE_SIZE_DEFAULT:
-		page = size >= NVA_PAGE_HUGE ? NVA_PAGE_HUGE : NVA_PAGE_BIG;
-		break;
-	case NVA_ATTR_PAGE_SIZE_4KB:
-		page = NVA_PAGE_4K;
-		break;
-	case NVA_ATTR_PAGE_SIZE_BIG:
-		page = NVA_PAGE_BIG;
-		break;
-	default:
-		page = NVA_PAGE_HUGE;
-		break;
-	}
-	return round_up(size, page);
+	return round_up(size, nva_page_bytes(nva_page_size_attr(attr, size, 0)));
 }
 
 /*

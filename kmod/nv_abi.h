@@ -99,6 +99,7 @@
 #define NVA_CLASS_MEMORY_VIRTUAL	0x50A0
 
 /* ---- control commands [5] [10.2] [10.9] -------------------------------- */
+#define NVA_CTRL_GPU_GET_ATTACHED_IDS	0x00000201
 #define NVA_CTRL_GPU_GET_ID_INFO_V2	0x00000205
 #define NVA_CTRL_FB_GET_INFO		0x20801301
 #define NVA_CTRL_FB_GET_INFO_V2		0x20801303
@@ -141,6 +142,37 @@
 #define NVA_PAGE_4K			0x1000ull
 #define NVA_PAGE_BIG			0x10000ull	/* 64 KiB */
 #define NVA_PAGE_HUGE			0x200000ull	/* 2 MiB */
+
+/*
+ * [10.11] The page size an allocation of size bytes gets: attr's PAGE_SIZE
+ * field, DEFAULT resolved to 2 MiB from 2 MiB up and 64 KiB below (4 KiB
+ * for system memory).  Returns NVA_ATTR_PAGE_SIZE_4KB, _BIG or _HUGE; the
+ * size is then rounded up to nva_page_bytes() of it.  Shared by cgpu's
+ * admission and nvmock's allocator so that both round alike.
+ */
+static inline __u32 nva_page_size_attr(__u32 attr, __u64 size, int sysmem)
+{
+	__u32 pg = (attr & NVA_ATTR_PAGE_SIZE_MASK) >> NVA_ATTR_PAGE_SIZE_SHIFT;
+
+	if (pg != NVA_ATTR_PAGE_SIZE_DEFAULT)
+		return pg;
+	if (sysmem)
+		return NVA_ATTR_PAGE_SIZE_4KB;
+	return size >= NVA_PAGE_HUGE ? NVA_ATTR_PAGE_SIZE_HUGE :
+				       NVA_ATTR_PAGE_SIZE_BIG;
+}
+
+static inline __u64 nva_page_bytes(__u32 page_size_attr)
+{
+	switch (page_size_attr) {
+	case NVA_ATTR_PAGE_SIZE_4KB:
+		return NVA_PAGE_4K;
+	case NVA_ATTR_PAGE_SIZE_BIG:
+		return NVA_PAGE_BIG;
+	default:
+		return NVA_PAGE_HUGE;
+	}
+}
 
 /* NVOS32 functions [3] */
 #define NVA_OS32_FUNC_ALLOC_SIZE	2
@@ -425,6 +457,18 @@ struct nva_subdevice_alloc_params {
 };
 
 /* NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2 params: 32 B */
+/*
+ * NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS (ctrl0000gpu.h), on the root
+ * client: the gpu_ids of the attached GPUs, unused entries
+ * NVA_GPU_INVALID_ID.  cgpu passes it through untouched.
+ */
+#define NVA_MAX_ATTACHED_GPUS		32
+#define NVA_GPU_INVALID_ID		0xffffffffu
+
+struct nva_gpu_get_attached_ids {
+	__u32 gpu_ids[NVA_MAX_ATTACHED_GPUS];	/* OUT */
+};
+
 struct nva_gpu_get_id_info_v2 {
 	__u32 gpu_id;			/* IN */
 	__u32 _r4;

@@ -117,34 +117,19 @@ void nvm_mem_put(struct nvm_mem *mem)
 static u32 nvm_mem_round(u32 cls, u64 cap, u32 *attr, u32 *attr2, u64 *size,
 			 u64 *align)
 {
-	u32 pg = FIELD_GET(NVA_ATTR_PAGE_SIZE_MASK, *attr);
+	u32 pg;
 	u64 page;
 
 	if (*size == 0)
 		return NVA_ERR_INVALID_ARGUMENT;
 	if (*size > cap)
 		return NVA_ERR_NO_MEMORY;
-	if (pg == NVA_ATTR_PAGE_SIZE_DEFAULT) {
-		if (cls == NVA_CLASS_MEMORY_SYSTEM)
-			pg = NVA_ATTR_PAGE_SIZE_4KB;
-		else if (*size >= NVA_PAGE_HUGE)
-			pg = NVA_ATTR_PAGE_SIZE_HUGE;
-		else
-			pg = NVA_ATTR_PAGE_SIZE_BIG;
-	}
-	switch (pg) {
-	case NVA_ATTR_PAGE_SIZE_4KB:
-		page = NVA_PAGE_4K;
-		break;
-	case NVA_ATTR_PAGE_SIZE_BIG:
-		page = NVA_PAGE_BIG;
-		break;
-	default:
-		page = NVA_PAGE_HUGE;
+	pg = nva_page_size_attr(*attr, *size, cls == NVA_CLASS_MEMORY_SYSTEM);
+	page = nva_page_bytes(pg);
+	if (pg == NVA_ATTR_PAGE_SIZE_HUGE) {
 		*attr2 &= ~NVA_ATTR2_PAGE_SIZE_HUGE_MASK;
 		*attr2 |= FIELD_PREP(NVA_ATTR2_PAGE_SIZE_HUGE_MASK,
 				     NVA_ATTR2_PAGE_SIZE_HUGE_2MB);
-		break;
 	}
 	*attr &= ~NVA_ATTR_PAGE_SIZE_MASK;
 	*attr |= FIELD_PREP(NVA_ATTR_PAGE_SIZE_MASK, pg);
@@ -889,6 +874,16 @@ static u32 nvm_ctrl_locked(struct nvm_ctrl_ctx *x)
 		return NVA_ERR_INVALID_OBJECT_HANDLE;
 
 	switch (ctl->cmd) {
+	case NVA_CTRL_GPU_GET_ATTACHED_IDS: {
+		struct nva_gpu_get_attached_ids *p = x->params;
+
+		if (obj->cls != NVA_CLASS_ROOT_CLIENT)
+			return NVA_ERR_NOT_SUPPORTED;
+		for (i = 0; i < NVA_MAX_ATTACHED_GPUS; i++)
+			p->gpu_ids[i] = i < nvm_num_gpus ? nvm_gpus[i].gpu_id :
+							   NVA_GPU_INVALID_ID;
+		return NVA_OK;
+	}
 	case NVA_CTRL_GPU_GET_ID_INFO_V2: {
 		struct nva_gpu_get_id_info_v2 *p = x->params;
 
@@ -931,6 +926,9 @@ static int nvm_esc_rm_control(struct nvm_file *nvf, struct nva_os54_control *ctl
 	u32 st;
 
 	switch (ctl->cmd) {
+	case NVA_CTRL_GPU_GET_ATTACHED_IDS:
+		psize = sizeof(struct nva_gpu_get_attached_ids);
+		break;
 	case NVA_CTRL_GPU_GET_ID_INFO_V2:
 		psize = sizeof(struct nva_gpu_get_id_info_v2);
 		break;
