@@ -71,6 +71,7 @@ static const char usage_text[] =
 "  --alloc-form F      RM_ALLOC parameter struct: nvos64 (default) or nvos21\n"
 "  --auto-handles      let the driver pick memory handles (hObjectNew = 0)\n"
 "  --bench-prefix P    prefix of bench figure names (default nvmock)\n"
+"  --xfer              send RM escapes wrapped in NV_ESC_IOCTL_XFER_CMD\n"
 "  -h, --help          this text\n"
 "\n"
 "commands (SIZE: bytes, or with K/M/G/T suffix, binary):\n"
@@ -79,6 +80,8 @@ static const char usage_text[] =
 "  fill                allocate 64 MiB chunks, halving on OOM down to 64 KiB;\n"
 "                      prints the total allocated\n"
 "  free HANDLE|last|all   UVM_FREE + RM_FREE\n"
+"  rm-free HANDLE|last RM_FREE only: the UVM mapping (and VA) stays\n"
+"  uvm-free HANDLE|last   UVM_FREE of the allocation's range only\n"
 "  free-device         RM_FREE of the device (frees its memory as children)\n"
 "  free-client         RM_FREE of the root client\n"
 "  dup HANDLE|last     RM_DUP_OBJECT of a memory handle\n"
@@ -86,13 +89,15 @@ static const char usage_text[] =
 "  legacy-free HANDLE|last   VID_HEAP_CONTROL FREE\n"
 "  legacy-info         VID_HEAP_CONTROL INFO\n"
 "  meminfo             FB_GET_INFO_V2: total= free= in bytes (cuMemGetInfo)\n"
+"  gpu-ids             GPU_GET_ATTACHED_IDS: the attached gpu_ids\n"
 "  managed SIZE        cudaMallocManaged: mmap of the UVM fd, then touch\n"
 "  sempool SIZE        UVM ALLOC_SEMAPHORE_POOL + its mmap\n"
 "  hold [SECONDS]      print 'holding pid=N', then sleep (default forever)\n"
 "  children N CMD...   run the remaining commands in N forked children,\n"
 "                      each with its own init; the parent waits\n"
 "  threads N SIZE COUNT   N threads each allocating COUNT x SIZE\n"
-"  bench ITER          median ns of alloc+free, a control call, getppid\n"
+"  bench ITER          median ns of alloc+free, FB_GET_INFO_V2 (control),\n"
+"                      GPU_GET_ATTACHED_IDS (passthru), getppid\n"
 "\n"
 "exit: 0 all OK, 2 a command got a CUDA error, 1 usage or system error\n";
 
@@ -412,6 +417,87 @@ static void cmd_free(const char *arg)
 		out("%s: OK", what);
 	else
 		report_cuda(what, res);
+}
+
+/* The newest record (any kind) whose UVM mapping is still there. */
+static struct rec *rec_find_mapped(const char *arg)
+{
+	uint32_t h = 0;
+	size_t i;
+
+	if (strcmp(arg, "last") && parse_handle(arg, &h))
+		return NULL;
+	for (i = G.nrecs; i-- > 0;)
+		if (G.recs[i].va && (!h || G.recs[i].handle == h))
+			return &G.recs[i];
+	return NULL;
+}
+
+/* RM_FREE of an allocation, leaving its UVM mapping (UVM keeps the memory). */
+static void cmd_rm_free(const char *arg)
+{
+	struct rec *r;
+	struct nvres res;
+	char what[64];
+
+	ensure_init();
+	r = rec_find(arg, 1u << REC_ALLOC | 1u << REC_DUP);
+	if (!r) {
+		sys_error("rm-free %s: no such live handle", arg);
+		return;
+	}
+	snprintf(what, sizeof(what), "rm-free 0x%x", r->handle);
+	res = nv_rm_free(&G.c, G.c.h_client, G.c.h_device, r->handle);
+	if (!nvres_ok(res)) {
+		report_cuda(what, res);
+		return;
+	}
+	r->live = 0;
+	out("%s: OK%s", what, r->va ? " (still mapped)" : "");
+}
+
+/* UVM_FREE of an allocation's range; its RM handle stays. */
+static void cmd_uvm_free(const char *arg)
+{
+	struct rec *r;
+	struct nvres res;
+	char what[64];
+
+	ensure_init();
+	r = rec_find_mapped(arg);
+	if (!r) {
+		sys_error("uvm-free %s: no such mapped allocation", arg);
+		return;
+	}
+	snprintf(what, sizeof(what), "uvm-free 0x%x", r->handle);
+	res = nv_uvm_free_va(&G.c, (uintptr_t)r->va, r->va_len);
+	if (!nvres_ok(res)) {
+		report_cuda(what, res);
+		return;
+	}
+	munmap(r->va, r->va_len);
+	r->va = NULL;
+	out("%s: OK", what);
+}
+
+static void cmd_gpu_ids(void)
+{
+	uint32_t ids[NVA_MAX_ATTACHED_GPUS];
+	char list[NVA_MAX_ATTACHED_GPUS * 11 + 1] = "";
+	struct nvres res;
+	unsigned n, i;
+	size_t len = 0;
+
+	ensure_init();
+	res = nv_attached_ids(&G.c, ids, NVA_MAX_ATTACHED_GPUS, &n);
+	if (!nvres_ok(res)) {
+		report_cuda("gpu-ids", res);
+		return;
+	}
+	for (i = 0; i < n && i < NVA_MAX_ATTACHED_GPUS; i++)
+		len += snprintf(list + len, sizeof(list) - len, "%s0x%x",
+				i ? "," : "", ids[i]);
+	out("gpu-ids: OK n=%u ids=%s", n, n ? list : "-");
 }
 
 static void cmd_free_parent(int client)
@@ -803,10 +889,14 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum bench_op { OP_ALLOC_FREE, OP_CONTROL, OP_SYSCALL, OP_COUNT };
+enum bench_op { OP_ALLOC_FREE, OP_CONTROL, OP_PASSTHRU, OP_SYSCALL, OP_COUNT };
 
+/*
+ * control is FB_GET_INFO_V2, which cgpu rewrites for attached tasks;
+ * passthru is GPU_GET_ATTACHED_IDS, which it does not look into.
+ */
 static const char *const bench_names[OP_COUNT] = {
-	"alloc_free", "control", "syscall",
+	"alloc_free", "control", "passthru", "syscall",
 };
 
 /* One operation; a driver error ends the benchmark. */
@@ -826,6 +916,13 @@ static int bench_once(enum bench_op op, struct nvres *res)
 	case OP_CONTROL:
 		*res = nv_fb_info(c, &t, &h, &f);
 		return nvres_ok(*res) ? 0 : -1;
+	case OP_PASSTHRU: {
+		uint32_t ids[NVA_MAX_ATTACHED_GPUS];
+		unsigned n;
+
+		*res = nv_attached_ids(c, ids, NVA_MAX_ATTACHED_GPUS, &n);
+		return nvres_ok(*res) && n ? 0 : -1;
+	}
 	default:
 		syscall(SYS_getppid);
 		return 0;
@@ -1004,6 +1101,16 @@ static int run_cmds(int argc, char **argv)
 			if (need_args(argc, i, 1, cmd))
 				return -1;
 			cmd_free(argv[++i]);
+		} else if (strcmp(cmd, "rm-free") == 0) {
+			if (need_args(argc, i, 1, cmd))
+				return -1;
+			cmd_rm_free(argv[++i]);
+		} else if (strcmp(cmd, "uvm-free") == 0) {
+			if (need_args(argc, i, 1, cmd))
+				return -1;
+			cmd_uvm_free(argv[++i]);
+		} else if (strcmp(cmd, "gpu-ids") == 0) {
+			cmd_gpu_ids();
 		} else if (strcmp(cmd, "free-device") == 0) {
 			cmd_free_parent(0);
 		} else if (strcmp(cmd, "free-client") == 0) {
@@ -1092,6 +1199,8 @@ int main(int argc, char **argv)
 			}
 		} else if (strcmp(o, "--auto-handles") == 0) {
 			G.auto_handles = 1;
+		} else if (strcmp(o, "--xfer") == 0) {
+			nv_xfer = 1;
 		} else if (strcmp(o, "--bench-prefix") == 0 && i + 1 < argc) {
 			G.bench_prefix = argv[++i];
 		} else {

@@ -132,10 +132,35 @@ int nvlayout_from_proc(struct nvlayout *lay)
 	return -1;
 }
 
+int nv_xfer;
+
+static int nv_xfer_wraps(unsigned nr)
+{
+	switch (nr) {
+	case NVA_ESC_RM_ALLOC:
+	case NVA_ESC_RM_FREE:
+	case NVA_ESC_RM_CONTROL:
+	case NVA_ESC_RM_DUP_OBJECT:
+	case NVA_ESC_RM_VID_HEAP_CONTROL:
+		return 1;
+	}
+	return 0;
+}
+
 struct nvres nv_ioctl_raw(int fd, unsigned nr, void *arg, size_t size)
 {
 	struct nvres r = { 0, 0 };
 
+	if (nv_xfer && nv_xfer_wraps(nr)) {
+		struct nva_ioctl_xfer x = {
+			.cmd = nr, .size = (uint32_t)size,
+			.ptr = (uintptr_t)arg,
+		};
+
+		if (ioctl(fd, NV_IOWR(NVA_ESC_IOCTL_XFER_CMD, sizeof(x)), &x) < 0)
+			r.err = errno;
+		return r;
+	}
 	if (ioctl(fd, NV_IOWR(nr, size), arg) < 0)
 		r.err = errno;
 	return r;
@@ -649,6 +674,27 @@ struct nvres nv_fb_info(struct nvclient *c, uint64_t *total_kib,
 			*free_kib = p.fb_info_list[i].data;
 			break;
 		}
+	}
+	return r;
+}
+
+struct nvres nv_attached_ids(struct nvclient *c, uint32_t *ids, unsigned max,
+			     unsigned *n)
+{
+	struct nva_gpu_get_attached_ids p;
+	struct nvres r;
+	unsigned i;
+
+	memset(&p, 0xff, sizeof(p));
+	r = nv_rm_control(c, c->h_client, c->h_client,
+			  NVA_CTRL_GPU_GET_ATTACHED_IDS, &p, sizeof(p));
+	*n = 0;
+	for (i = 0; nvres_ok(r) && i < NVA_MAX_ATTACHED_GPUS; i++) {
+		if (p.gpu_ids[i] == NVA_GPU_INVALID_ID)
+			continue;
+		if (*n < max)
+			ids[*n] = p.gpu_ids[i];
+		(*n)++;
 	}
 	return r;
 }

@@ -75,6 +75,12 @@ void nvres_describe(struct nvres r, char *buf, size_t len);
 int nvlayout_from_string(struct nvlayout *lay, const char *version);
 int nvlayout_from_proc(struct nvlayout *lay);
 
+/*
+ * Non-zero: RM escapes (ALLOC, FREE, CONTROL, DUP_OBJECT, VID_HEAP_CONTROL)
+ * go wrapped in NV_ESC_IOCTL_XFER_CMD [2], as libcuda sends large ones.
+ */
+extern int nv_xfer;
+
 /* Raw calls: all return the syscall errno and RM status, never abort. */
 struct nvres nv_ioctl_raw(int fd, unsigned nr, void *arg, size_t size);
 struct nvres nv_uvm_call(int fd, unsigned long cmd, void *arg,
@@ -110,6 +116,9 @@ struct nvres nv_uvm_map_external(struct nvclient *c, uint64_t va,
 struct nvres nv_uvm_free_va(struct nvclient *c, uint64_t va, uint64_t len);
 struct nvres nv_fb_info(struct nvclient *c, uint64_t *total_kib,
 			uint64_t *heap_kib, uint64_t *free_kib);
+/* GPU_GET_ATTACHED_IDS on the client: a control cgpu passes through. */
+struct nvres nv_attached_ids(struct nvclient *c, uint32_t *ids, unsigned max,
+			     unsigned *n);
 
 /* Parses "64K", "1G", "3M", "100KiB", "4096"; 0 on success. */
 int parse_size(const char *s, uint64_t *out);
