@@ -15,7 +15,7 @@ bad() {
 	_want=$1 _err=$2
 	shift 2
 	api "$@"
-	echo "$* -> $code $body"
+	echo "$* -> $code $body" | cut -c1-240
 	expect "$_want" "$*"
 	echo "$body" | grep -q "\"code\":\"$_err\"" || fail "$*: code is not $_err: $body"
 	echo "$body" | grep -q '"message":"..*"' || fail "$*: no message: $body"

@@ -1,8 +1,9 @@
 #!/bin/sh
 # kill -9 of the daemon in the middle of creates and of destroys, at
 # different moments: three clients keep creating (or destroying) one
-# instance after another, so the kill lands with requests inside the
-# daemon. Each restart reconciles to a state in which the kernel's
+# instance after another, and the kill comes the moment the kernel holds
+# (or has lost) a given number of instances, so it lands with requests
+# inside the daemon (a kernel instance exists before its create is done). Each restart reconciles to a state in which the kernel's
 # instances, the device-filter pins and the daemon's list agree, every
 # instance is ready, and nothing is leaked.
 # vm-timeout: 600
@@ -52,36 +53,51 @@ destroyer() {
 	done
 }
 
-round=0
-for delay in 0.3 0.7 1.1 1.6; do
-	round=$((round + 1))
-	start_daemon
-	for c in 1 2 3; do
-		creator "$round" "$c" &
+# kill_at ge|le N: kill -9 the daemon as soon as the kernel holds at least
+# (ge) or at most (le) N instances.
+kill_at() {
+	_i=0
+	while :; do
+		_n=$(cgpuadm list | wc -l)
+		case $1 in
+		ge) [ "$_n" -ge "$2" ] && break ;;
+		le) [ "$_n" -le "$2" ] && break ;;
+		esac
+		_i=$((_i + 1))
+		[ $_i -lt 1000 ] || break
+		sleep 0.01
 	done
-	sleep "$delay"
 	kill -9 "$DPID"
 	wait 2>/dev/null
 	DPID=
-	echo "round $round: killed during creates after ${delay}s"
+}
+
+round=0
+for at in 1 4 9 15; do
+	round=$((round + 1))
+	start_daemon
+	base=$(cgpuadm list | wc -l)
+	for c in 1 2 3; do
+		creator "$round" "$c" &
+	done
+	kill_at ge $((base + at))
+	echo "round $round: killed during creates, at $at new kernel instances"
 	restart "round $round (creates)"
 	stop_daemon KILL
 done
 
 round=0
-for delay in 0.4 0.8 1.2; do
+for step in 1 3 6; do
 	round=$((round + 1))
 	start_daemon
 	names=$(daemon_names)
+	have=$(echo "$names" | grep -c .)
 	for c in 0 1 2; do
 		# shellcheck disable=SC2046 # one name a word
 		destroyer $(echo "$names" | awk -v c="$c" 'NR % 3 == c') &
 	done
-	sleep "$delay"
-	kill -9 "$DPID"
-	wait 2>/dev/null
-	DPID=
-	echo "destroy round $round: killed after ${delay}s, $(grep -c '^204' /tmp/destroys.out 2>/dev/null) destroys answered"
+	kill_at le $((have - step))
+	echo "destroy round $round: killed at $((have - step)) of $have, $(grep -c '^204' /tmp/destroys.out 2>/dev/null) destroys answered"
 	rm -f /tmp/destroys.out
 	restart "round $round (destroys)"
 	stop_daemon KILL
