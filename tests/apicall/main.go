@@ -2,10 +2,12 @@
 // prints the status code on the first line, then the body. The VM guest is
 // busybox without curl; the daemon suite uses this.
 //
-//	apicall [-s SOCKET] [-t CONTENT-TYPE] [-wait DURATION] METHOD PATH [BODY|-]
+//	apicall [-s SOCKET] [-t CONTENT-TYPE] [-wait DURATION]
+//	        [-uid N -gid N [-groups G,G]] METHOD PATH [BODY|-]
 //
 // BODY "-" reads stdin. -wait retries the connection until the daemon
-// answers. Exit status: 0 when a response came (whatever its status), 1
+// answers. -uid/-gid/-groups drop root's privileges first, so a test can
+// be a peer that is not root (busybox's setpriv cannot change ids). Exit status: 0 when a response came (whatever its status), 1
 // when none did, 2 for bad usage.
 package main
 
@@ -17,7 +19,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -26,7 +30,16 @@ func main() {
 	ctype := flag.String("t", "application/json", "Content-Type of the body (\"\" for none)")
 	wait := flag.Duration("wait", 0, "retry connecting this long")
 	timeout := flag.Duration("timeout", 30*time.Second, "the whole request's limit")
+	uid := flag.Int("uid", -1, "become this uid before connecting")
+	gid := flag.Int("gid", -1, "become this gid before connecting (with -uid)")
+	groups := flag.String("groups", "", "supplementary groups, comma-separated (with -uid)")
 	flag.Parse()
+	if *uid >= 0 {
+		if err := become(*uid, *gid, *groups); err != nil {
+			fmt.Fprintln(os.Stderr, "apicall:", err)
+			os.Exit(2)
+		}
+	}
 	if flag.NArg() < 2 || flag.NArg() > 3 {
 		fmt.Fprintln(os.Stderr, "usage: apicall [-s SOCKET] [-t TYPE] [-wait D] METHOD PATH [BODY|-]")
 		os.Exit(2)
@@ -88,4 +101,33 @@ func main() {
 		}
 		return
 	}
+}
+
+// become drops to uid/gid with the given supplementary groups; Go applies
+// each call to every thread of the process.
+func become(uid, gid int, groups string) error {
+	var gs []int
+	for _, g := range strings.Split(groups, ",") {
+		if g == "" {
+			continue
+		}
+		n, err := strconv.Atoi(g)
+		if err != nil {
+			return fmt.Errorf("-groups: %q: %w", g, err)
+		}
+		gs = append(gs, n)
+	}
+	if gid < 0 {
+		gid = uid
+	}
+	if err := syscall.Setgroups(gs); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setgid(gid); err != nil {
+		return fmt.Errorf("setgid: %w", err)
+	}
+	if err := syscall.Setuid(uid); err != nil {
+		return fmt.Errorf("setuid: %w", err)
+	}
+	return nil
 }
