@@ -438,3 +438,23 @@ func TestCallerHangsUp(t *testing.T) {
 		t.Fatalf("records %+v", recs)
 	}
 }
+
+// TestReconcileAfterModuleReload: every kernel instance went with the
+// module; the containers still run, so their slices are made again.
+func TestReconcileAfterModuleReload(t *testing.T) {
+	w := newWorld(t, 2, 16*gib)
+	m := w.manager()
+	for _, c := range []string{"a", "b", "c"} {
+		w.cgroup(c)
+		mustCreate(t, m, v1.CreateRequest{Name: c, Cgroup: "/kubepods/" + c, Memory: 2 * gib, GPUs: []string{"0", "1"}})
+	}
+	m.Close()
+	w.kern.Reset()
+	m2 := w.manager()
+	if recs := w.checkClean(m2); len(recs) != 3 {
+		t.Fatalf("%d records after the reload, want 3", len(recs))
+	}
+	if n := len(w.kernelInstances()); n != 6 {
+		t.Fatalf("%d kernel instances, want 6", n)
+	}
+}
