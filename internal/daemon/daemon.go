@@ -229,7 +229,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	access := server.Access{ReadGID: d.gid(cfg.SocketGroup, "socket_group"), WriteGID: d.gid(cfg.WriteGroup, "write_group")}
+	access := server.Access{
+		ReadGID: d.gid(cfg.SocketGroup, "socket_group"), WriteGID: d.gid(cfg.WriteGroup, "write_group"),
+		ReadGroup: cfg.SocketGroup, WriteGroup: cfg.WriteGroup,
+	}
 	srv := server.New(parts.Manager, append([]server.Option{
 		server.WithLogger(d.log), server.WithAccess(access),
 		server.WithPeerResolver(server.SOPeerCred(cfg.ProcRoot)),

@@ -129,6 +129,24 @@ func PeerFrom(ctx context.Context) (Peer, error) {
 type Access struct {
 	ReadGID  int64 // may GET
 	WriteGID int64 // may also POST, PATCH, DELETE
+	// The groups' names, for the messages of refusals.
+	ReadGroup, WriteGroup string
+}
+
+// need says who may do what a refused peer tried.
+func (a Access) need(write bool) string {
+	gid, name := a.ReadGID, a.ReadGroup
+	if write {
+		gid, name = a.WriteGID, a.WriteGroup
+	}
+	switch {
+	case gid < 0:
+		return "only root may"
+	case name != "":
+		return fmt.Sprintf("root or group %s (gid %d) may", name, gid)
+	default:
+		return fmt.Sprintf("root or gid %d may", gid)
+	}
 }
 
 func (a Access) allows(p Peer, write bool) bool {

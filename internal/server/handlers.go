@@ -97,7 +97,7 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 				what = "change"
 			}
 			writeError(sw, http.StatusForbidden, codeForbidden,
-				fmt.Sprintf("uid %d may not %s cgpu state: root or the daemon's group is needed", peer.UID, what))
+				fmt.Sprintf("uid %d may not %s cgpu's state: %s", peer.UID, what, s.access.need(isWrite(r.Method))))
 		default:
 			next.ServeHTTP(sw, r)
 		}

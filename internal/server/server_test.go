@@ -363,7 +363,7 @@ func TestHealthDegraded(t *testing.T) {
 
 func TestAuthorization(t *testing.T) {
 	const readGID, writeGID = 500, 501
-	access := Access{ReadGID: readGID, WriteGID: writeGID}
+	access := Access{ReadGID: readGID, WriteGID: writeGID, WriteGroup: "cgpu-admin"}
 	tests := []struct {
 		name        string
 		peer        Peer
@@ -394,6 +394,9 @@ func TestAuthorization(t *testing.T) {
 			r := do(t, c, "POST", "/v1/instances", "application/json", strings.NewReader(okCreate))
 			if r.status != tt.write {
 				t.Errorf("POST: %d, want %d (%s)", r.status, tt.write, r.body)
+			}
+			if tt.write == 403 && tt.peerErr == nil && !strings.Contains(r.apiErr.Message, "root or group cgpu-admin (gid 501) may") {
+				t.Errorf("a refusal that does not say who may: %q", r.apiErr.Message)
 			}
 			if tt.write == 403 {
 				for _, call := range svc.calls {
