@@ -5,8 +5,11 @@
 #   make packages-install-test    dpkg -i / upgrade / purge in a bookworm root
 
 # <v>: $(VERSION) (git describe) made a valid deb/rpm version; -1 is the
-# packaging revision (deb) / release (rpm).
-PKG_VERSION = $(shell packaging/pkg-version '$(VERSION)')
+# packaging revision (deb) / release (rpm). Both taken once per make run
+# (the Makefile's VERSION is re-read at each use, and a commit landing
+# between `packages` and a check would name another file).
+PKG_DESCRIBE := $(VERSION)
+PKG_VERSION := $(shell packaging/pkg-version '$(PKG_DESCRIBE)' 2>/dev/null)
 PKG_DEB = dist/cgpu_$(PKG_VERSION)-1_amd64.deb
 PKG_RPM = dist/cgpu-$(PKG_VERSION)-1.x86_64.rpm
 
@@ -14,10 +17,10 @@ PKG_RPM = dist/cgpu-$(PKG_VERSION)-1.x86_64.rpm
 
 packages: ## the .deb and .rpm in dist/ (version from git describe)
 	@rm -f dist/cgpu_*_amd64.deb dist/cgpu-*.x86_64.rpm
-	@packaging/build '$(VERSION)' dist
+	@CGPU_PKG_VERSION='$(PKG_VERSION)' packaging/build '$(PKG_DESCRIBE)' dist
 
 packages-check: deps packages ## systemd-analyze verify, lintian, rpm -qlp against the expected list, rpmlint
 	@tests/pkg/check '$(PKG_DEB)' '$(PKG_RPM)'
 
 packages-install-test: deps packages ## install, upgrade and purge the .deb in a cached Debian 12 root
-	@tests/pkg/install-test '$(VERSION)' '$(PKG_DEB)'
+	@tests/pkg/install-test '$(PKG_DESCRIBE)' '$(PKG_DEB)'
