@@ -2,13 +2,13 @@
 // under /var/lib/cgpu/, written before the kernel is changed so that the
 // next start can finish or undo whatever a crash interrupted.
 //
-// Writes are durable (bbolt fsyncs every commit) and grouped: one writer
-// goroutine commits whatever writes are queued in one transaction, so
-// concurrent creates share one fsync. bbolt's own Batch would do the same
-// but first waits MaxBatchDelay (10 ms by default) for company, which a
-// lone create would pay in full; here a lone write commits at once and
-// the writes that arrive during its fsync form the next group. Writes land
-// in the order they were submitted, which lets a caller queue a write
+// Writes are durable (bbolt fsyncs every commit) and grouped: while one
+// commit is in flight the writes that arrive queue, and the next commit
+// takes them all, so concurrent creates share one fsync. bbolt's own Batch
+// would group too but first waits MaxBatchDelay (10 ms by default) for
+// company, which a lone create would pay in full; here a lone write is
+// committed at once, by its own goroutine (no hand-off to a writer). Writes
+// land in the order they were submitted, which lets a caller queue a write
 // without waiting for it (PutNoWait) and still know that a later write of
 // the same record lands after it.
 package state
@@ -87,10 +87,11 @@ type Store struct {
 	path     string
 	maxBatch int
 
-	mu     sync.RWMutex // held shared to queue, exclusively to close
-	closed bool
-	queue  chan write
-	done   chan struct{}
+	mu      sync.Mutex // guards the fields below
+	closed  bool
+	pending []write    // queued, in submission order
+	leading bool       // a goroutine is committing; it takes pending next
+	idle    *sync.Cond // signalled when leading ends
 
 	commits, writes atomic.Uint64
 	// beforeCommit, when set (tests), runs before each group's commit.
@@ -120,14 +121,8 @@ func Open(opts ...Option) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", o.path, err)
 	}
-	s := &Store{
-		db:       db,
-		path:     o.path,
-		maxBatch: o.maxBatch,
-		queue:    make(chan write, o.maxBatch),
-		done:     make(chan struct{}),
-	}
-	go s.writer()
+	s := &Store{db: db, path: o.path, maxBatch: o.maxBatch}
+	s.idle = sync.NewCond(&s.mu)
 	return s, nil
 }
 
@@ -162,43 +157,77 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.queue)
+	for s.leading {
+		s.idle.Wait()
+	}
 	s.mu.Unlock()
-	<-s.done
 	return s.db.Close()
 }
 
 // submit queues fn and returns the channel its commit's result arrives on.
-func (s *Store) submit(fn func(*bolt.Tx) error) <-chan error {
+// With no commit in flight the caller commits at once: on its own
+// goroutine when it will wait anyway (inline), else on a new one.
+func (s *Store) submit(fn func(*bolt.Tx) error, inline bool) <-chan error {
 	done := make(chan error, 1)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
 	if s.closed {
+		s.mu.Unlock()
 		done <- ErrClosed
 		return done
 	}
-	s.queue <- write{fn: fn, done: done}
+	s.pending = append(s.pending, write{fn: fn, done: done})
+	if s.leading {
+		s.mu.Unlock()
+		return done
+	}
+	s.leading = true
+	s.mu.Unlock()
+	if inline {
+		s.lead(true)
+	} else {
+		go s.lead(false)
+	}
 	return done
 }
 
-func (s *Store) writer() {
-	defer close(s.done)
-	for first := range s.queue {
-		group := []write{first}
-	fill:
-		for len(group) < s.maxBatch {
-			select {
-			case w, ok := <-s.queue:
-				if !ok {
-					break fill
-				}
-				group = append(group, w)
-			default:
-				break fill
-			}
+// lead commits the queued writes group by group until none is left. An
+// inline leader stops after the first group, which holds its own write,
+// and hands what queued meanwhile to a new goroutine.
+func (s *Store) lead(inline bool) {
+	for {
+		s.mu.Lock()
+		if len(s.pending) == 0 {
+			s.leading = false
+			s.idle.Broadcast()
+			s.mu.Unlock()
+			return
 		}
+		n := min(len(s.pending), s.maxBatch)
+		group := s.pending[:n:n]
+		s.pending = s.pending[n:]
+		s.mu.Unlock()
 		s.commit(group)
+		if inline {
+			s.mu.Lock()
+			more := len(s.pending) > 0
+			if !more {
+				s.leading = false
+				s.idle.Broadcast()
+			}
+			s.mu.Unlock()
+			if more {
+				go s.lead(false)
+			}
+			return
+		}
 	}
+}
+
+// queued is how many writes wait for the next commit (tests).
+func (s *Store) queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
 }
 
 // commit runs the group in one transaction. A write whose function fails
@@ -260,7 +289,11 @@ func putFn(rec Record) (func(*bolt.Tx) error, error) {
 // write is queued even if ctx ends while it waits: ctx bounds nothing that
 // could leave the file undecided.
 func (s *Store) Put(ctx context.Context, rec Record) error {
-	return wait(s.PutNoWait(rec))
+	fn, err := putFn(rec)
+	if err != nil {
+		return err
+	}
+	return wait(s.submit(fn, true))
 }
 
 // PutNoWait queues the write of rec and returns at once; the channel
@@ -272,19 +305,23 @@ func (s *Store) PutNoWait(rec Record) <-chan error {
 		done <- err
 		return done
 	}
-	return s.submit(fn)
+	return s.submit(fn, false)
 }
 
 // Delete removes the record of name (absent is fine) once on disk.
 func (s *Store) Delete(ctx context.Context, name string) error {
-	return wait(s.DeleteNoWait(name))
+	return wait(s.submit(deleteFn(name), true))
 }
 
 // DeleteNoWait queues the removal of name's record, as PutNoWait.
 func (s *Store) DeleteNoWait(name string) <-chan error {
-	return s.submit(func(tx *bolt.Tx) error {
+	return s.submit(deleteFn(name), false)
+}
+
+func deleteFn(name string) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketInstances).Delete([]byte(name))
-	})
+	}
 }
 
 func wait(done <-chan error) error { return <-done }
@@ -328,5 +365,5 @@ func decode(name string, v []byte, rec *Record) error {
 
 // Sync returns once every write queued before it is on disk.
 func (s *Store) Sync(ctx context.Context) error {
-	return wait(s.submit(func(*bolt.Tx) error { return nil }))
+	return wait(s.submit(func(*bolt.Tx) error { return nil }, true))
 }

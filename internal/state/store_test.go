@@ -184,9 +184,9 @@ func TestConcurrentWritesShareCommits(t *testing.T) {
 	// The first group is held in its commit; wait for the others to queue.
 	first := <-held
 	deadline := time.Now().Add(10 * time.Second)
-	for first+len(s.queue) < n {
+	for first+s.queued() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d+%d writes queued", first, len(s.queue))
+			t.Fatalf("only %d+%d writes queued", first, s.queued())
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -224,7 +224,7 @@ func TestFailedWriteSparesItsGroup(t *testing.T) {
 	first := s.PutNoWait(rec("first"))
 	boom := errors.New("boom")
 	a := s.PutNoWait(rec("a"))
-	bad := s.submit(func(*bolt.Tx) error { return boom })
+	bad := s.submit(func(*bolt.Tx) error { return boom }, false)
 	b := s.PutNoWait(rec("b"))
 	releaseOnce.Do(func() { close(release) })
 	for _, c := range []<-chan error{first, a, b} {
