@@ -61,6 +61,20 @@ func New(opts ...Option) *Resolver {
 // Root is the cgroup2 mount this resolver works under.
 func (r *Resolver) Root() string { return r.root }
 
+// CheckRoot checks that the mount is there and is cgroup2. When it is
+// not (unmounted, misconfigured), no cgroup under it can be said to be
+// gone, and callers must not act as if they were.
+func (r *Resolver) CheckRoot() error {
+	fi, err := os.Stat(r.root)
+	if err != nil {
+		return fmt.Errorf("cgroup root: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("cgroup root %s: %w", r.root, ErrNotCgroup)
+	}
+	return r.fsCheck(r.root)
+}
+
 // IsCgroup2 checks that path is on a cgroup2 file system.
 func IsCgroup2(path string) error {
 	var st unix.Statfs_t

@@ -220,6 +220,10 @@ func (w *Watcher) check(id uint64, by string, gone func(Gone)) {
 		return
 	}
 	exists, err := w.r.Exists(id, wt.path)
+	if err == nil && !exists {
+		// A cgroup2 mount gone or replaced says nothing of the cgroup.
+		err = w.r.CheckRoot()
+	}
 	if err != nil || exists {
 		if exists && by == "inotify" {
 			// The watch went without the directory (IN_IGNORED after an

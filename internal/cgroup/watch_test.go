@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -160,5 +161,45 @@ func TestWatcherAddOfMissingIsReported(t *testing.T) {
 	}
 	if err := w.Add(1, "/../etc"); err == nil {
 		t.Fatal("Add of an escaping path succeeded")
+	}
+}
+
+// TestWatcherTrustsNoBrokenMount: while the mount fails its check, a
+// missing cgroup is not reported; once the mount is sound it is.
+func TestWatcherTrustsNoBrokenMount(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "a")
+	var broken atomic.Bool
+	broken.Store(true)
+	r := New(WithRoot(root), WithFSCheck(func(string) error {
+		if broken.Load() {
+			return ErrNotCgroup
+		}
+		return nil
+	}))
+	a, err := inode(filepath.Join(root, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CheckRoot(); err == nil {
+		t.Fatal("CheckRoot passed a broken mount")
+	}
+	w, err := NewWatcher(r, WithSweep(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := newGoneLog()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.Run(ctx, log.add)
+	w.Add(a, "/a")
+	os.Remove(filepath.Join(root, "a"))
+	log.none(t, 200*time.Millisecond)
+	broken.Store(false)
+	if g := log.wait(t, 5*time.Second); g.ID != a || g.By != "sweep" {
+		t.Fatalf("report %+v", g)
+	}
+	if err := New(WithRoot(filepath.Join(root, "nope")), WithFSCheck(acceptAll)).CheckRoot(); err == nil {
+		t.Fatal("CheckRoot passed a missing mount")
 	}
 }

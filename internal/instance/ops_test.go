@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
+	"github.com/cgpu-dev/cgpu/internal/cgroup"
 	"github.com/cgpu-dev/cgpu/internal/kernel"
 	"github.com/cgpu-dev/cgpu/internal/state"
 )
@@ -456,5 +457,27 @@ func TestReconcileAfterModuleReload(t *testing.T) {
 	}
 	if n := len(w.kernelInstances()); n != 6 {
 		t.Fatalf("%d kernel instances, want 6", n)
+	}
+}
+
+// TestReconcileKeepsInstancesOnBrokenMount: a daemon started with a wrong
+// cgroup root must not take every cgroup for gone.
+func TestReconcileKeepsInstancesOnBrokenMount(t *testing.T) {
+	w := newWorld(t, 1, 16*gib)
+	m := w.manager()
+	w.cgroup("a")
+	mustCreate(t, m, v1.CreateRequest{Name: "a", Cgroup: "/kubepods/a", Memory: gib})
+	m.Close()
+	bad := cgroup.New(cgroup.WithRoot(filepath.Join(w.root, "not-mounted")), cgroup.WithFSCheck(acceptAll))
+	m2, err := New(w.opts(WithCgroups(bad))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if err := m2.Reconcile(context.Background()); !isKind(err, ErrUnavailable) {
+		t.Fatalf("Reconcile on a missing mount: %v", err)
+	}
+	if recs := w.checkClean(m2); len(recs) != 1 {
+		t.Fatalf("%d records kept, want 1", len(recs))
 	}
 }

@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"regexp"
 
 	"github.com/sirupsen/logrus"
@@ -95,10 +96,17 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		}
 	}
 
+	// Without a sound cgroup2 mount no cgroup can be judged gone: keep the
+	// instances rather than destroy them all on a misconfiguration.
+	rootErr := m.cgroups.CheckRoot()
+	if rootErr != nil {
+		errs = append(errs, errf(ErrUnavailable, rootErr, "cgroup mount"))
+		m.log.WithError(rootErr).Error("reconcile: cgroup mount unusable; no instance is destroyed for a missing cgroup")
+	}
 	var kept []state.Record
 	for _, rec := range recs {
 		log := m.log.WithField("instance", rec.Name).WithField("cgroup", rec.Cgroup)
-		out, keep, err := m.fixRecord(ctx, log, rec, kstats, pinned)
+		out, keep, err := m.fixRecord(ctx, log, rec, kstats, pinned, rootErr == nil)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -156,7 +164,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 }
 
 // fixRecord repairs one record; keep says whether it stays.
-func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec state.Record, kstats map[string]kernel.Stats, pinned map[uint64]bool) (state.Record, bool, error) {
+func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec state.Record, kstats map[string]kernel.Stats, pinned map[uint64]bool, rootOK bool) (state.Record, bool, error) {
 	remove := func(force bool, msg string) (state.Record, bool, error) {
 		if err := m.teardown(ctx, rec, force); err != nil {
 			if errors.Is(err, ErrBusy) && !errors.Is(err, errNotRestored) {
@@ -176,7 +184,7 @@ func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec sta
 		return rec, false, nil
 	}
 	alive, err := m.cgroups.Exists(rec.CgroupID, rec.Cgroup)
-	if err != nil {
+	if err != nil || !rootOK {
 		alive = true // unsure: keep the slice
 	}
 	switch rec.State {
@@ -202,10 +210,7 @@ func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec sta
 	if !alive {
 		return remove(true, "cgroup gone; instance destroyed")
 	}
-	cg, err := m.cgroups.Resolve(rec.Cgroup)
-	if err != nil || cg.ID != rec.CgroupID {
-		return remove(true, "cgroup gone; instance destroyed")
-	}
+	cgPath := filepath.Join(m.cgroups.Root(), rec.Cgroup)
 	changed := false
 	for i := range rec.Slots {
 		s := &rec.Slots[i]
@@ -247,7 +252,7 @@ func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec sta
 		}
 	}
 	if m.filter != nil && !pinned[rec.CgroupID] {
-		if err := m.filter.Apply(ctx, cg.Path, rec.CgroupID, minors(rec)); err != nil {
+		if err := m.filter.Apply(ctx, cgPath, rec.CgroupID, minors(rec)); err != nil {
 			return rec, true, errf(ErrUnavailable, err, "device filter of instance %s", rec.Name)
 		}
 		log.Warn("reconcile: device filter missing; applied")
