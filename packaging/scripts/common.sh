@@ -58,7 +58,7 @@ dkms_install() {
 		say "dkms is not installed: the module is not built (install dkms, then: dkms install cgpu/$CGPU_VERSION)"
 		return 0
 	fi
-	dkms status -m cgpu -v "$CGPU_VERSION" 2>/dev/null | grep -q . ||
+	dkms status -m cgpu -v "$CGPU_VERSION" 2>/dev/null | grep . >/dev/null ||
 		dkms add -m cgpu -v "$CGPU_VERSION" || return 1
 	for k in $(dkms_kernels); do
 		if [ ! -e "/lib/modules/$k/build/Makefile" ]; then
@@ -76,7 +76,7 @@ dkms_install() {
 
 dkms_remove() {
 	command -v dkms >/dev/null 2>&1 || return 0
-	dkms status -m cgpu -v "$CGPU_VERSION" 2>/dev/null | grep -q . || return 0
+	dkms status -m cgpu -v "$CGPU_VERSION" 2>/dev/null | grep . >/dev/null || return 0
 	dkms remove -m cgpu -v "$CGPU_VERSION" --all || say "dkms remove cgpu/$CGPU_VERSION failed"
 	return 0
 }
