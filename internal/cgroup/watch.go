@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 
 // DefaultSweep is how often every watched cgroup is checked, to catch a
 // removal whose inotify event was lost (queue overflow, a watch that
-// could not be added).
+// could not be added, a cgroup the kernel removed without an rmdir).
 const DefaultSweep = 30 * time.Second
 
 // Gone reports a watched cgroup that no longer exists.
@@ -33,21 +34,32 @@ type WatchOption func(*Watcher)
 func WithSweep(d time.Duration) WatchOption { return func(w *Watcher) { w.sweep = d } }
 
 type watch struct {
-	path string
-	wd   int // -1: no inotify watch, the sweep alone looks after it
+	path string // as given to Add
+	wd   int    // the parent directory's watch; -1: the sweep alone looks after it
+	name string // the cgroup's name in its parent
+}
+
+// event is what the reader passes on: a watch descriptor and, for an
+// entry of a watched directory, its name.
+type event struct {
+	wd   int
+	name string
+	self bool // the watched directory itself went (or its watch did)
 }
 
 // Watcher tells when watched cgroup directories are removed: at once
-// through inotify (IN_DELETE_SELF on the directory, IN_IGNORED when its
-// watch goes with it) and, as a safety net, by a periodic sweep.
+// through inotify and, as a safety net, by a periodic sweep. The watch is
+// on the cgroup's parent (IN_DELETE names the child): cgroupfs (kernfs)
+// sends no IN_DELETE_SELF for a removed cgroup, but an rmdir, which is how
+// runtimes remove them, makes the VFS report the entry's deletion.
 type Watcher struct {
 	r     *Resolver
 	sweep time.Duration
 
 	mu      sync.Mutex
 	watched map[uint64]*watch
-	byWD    map[int]uint64
-	file    *os.File // the inotify instance; nil when inotify is unavailable
+	byWD    map[int]map[string]uint64 // parent watch -> child name -> id
+	file    *os.File                  // the inotify instance; nil without inotify
 	fd      int
 	closed  bool
 	kick    chan struct{}
@@ -60,7 +72,7 @@ func NewWatcher(r *Resolver, opts ...WatchOption) (*Watcher, error) {
 		r:       r,
 		sweep:   DefaultSweep,
 		watched: map[uint64]*watch{},
-		byWD:    map[int]uint64{},
+		byWD:    map[int]map[string]uint64{},
 		fd:      -1,
 		kick:    make(chan struct{}, 1),
 	}
@@ -98,16 +110,21 @@ func (w *Watcher) Add(id uint64, path string) error {
 	if old, ok := w.watched[id]; ok {
 		w.dropLocked(id, old)
 	}
-	wt := &watch{path: path, wd: -1}
+	wt := &watch{path: path, wd: -1, name: filepath.Base(rel)}
 	if w.file != nil {
-		wd, err := unix.InotifyAddWatch(w.fd, filepath.Join(w.r.root, rel), unix.IN_DELETE_SELF|unix.IN_ONLYDIR)
+		parent := filepath.Join(w.r.root, filepath.Dir(rel))
+		wd, err := unix.InotifyAddWatch(w.fd, parent, unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_DELETE_SELF|unix.IN_ONLYDIR)
 		if err == nil {
 			wt.wd = wd
-			w.byWD[wd] = id
+			if w.byWD[wd] == nil {
+				w.byWD[wd] = map[string]uint64{}
+			}
+			w.byWD[wd][wt.name] = id
 		}
 	}
 	w.watched[id] = wt
-	if wt.wd < 0 {
+	if _, err := os.Lstat(filepath.Join(w.r.root, rel)); wt.wd < 0 || err != nil {
+		// Gone before its watch was in place, or not watched at all.
 		w.kickSweep()
 	}
 	return nil
@@ -124,7 +141,14 @@ func (w *Watcher) Remove(id uint64) {
 
 func (w *Watcher) dropLocked(id uint64, wt *watch) {
 	delete(w.watched, id)
-	if wt.wd >= 0 {
+	if wt.wd < 0 {
+		return
+	}
+	names := w.byWD[wt.wd]
+	if names[wt.name] == id {
+		delete(names, wt.name)
+	}
+	if len(names) == 0 {
 		delete(w.byWD, wt.wd)
 		if !w.closed {
 			unix.InotifyRmWatch(w.fd, uint32(wt.wd))
@@ -151,10 +175,10 @@ func (w *Watcher) kickSweep() {
 // gone runs on Run's goroutine and may call Add and Remove.
 func (w *Watcher) Run(ctx context.Context, gone func(Gone)) error {
 	defer w.Close()
-	wds := make(chan int, 64)
+	events := make(chan event, 64)
 	overflow := make(chan struct{}, 1)
 	if w.file != nil {
-		go w.read(wds, overflow)
+		go w.read(events, overflow)
 	}
 	tick := time.NewTicker(w.sweep)
 	defer tick.Stop()
@@ -162,8 +186,8 @@ func (w *Watcher) Run(ctx context.Context, gone func(Gone)) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case wd := <-wds:
-			if id, ok := w.idOfWD(wd); ok {
+		case ev := <-events:
+			for _, id := range w.idsOf(ev) {
 				w.check(id, "inotify", gone)
 			}
 		case <-overflow:
@@ -176,9 +200,8 @@ func (w *Watcher) Run(ctx context.Context, gone func(Gone)) error {
 	}
 }
 
-// read passes the watch descriptors of removal events to wds until the
-// file is closed.
-func (w *Watcher) read(wds chan<- int, overflow chan<- struct{}) {
+// read passes removal events on until the file is closed.
+func (w *Watcher) read(events chan<- event, overflow chan<- struct{}) {
 	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
 	for {
 		n, err := w.file.Read(buf)
@@ -187,31 +210,51 @@ func (w *Watcher) read(wds chan<- int, overflow chan<- struct{}) {
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			off += unix.SizeofInotifyEvent + int(ev.Len)
+			nameAt := off + unix.SizeofInotifyEvent
+			off = nameAt + int(ev.Len)
 			switch {
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
 				select {
 				case overflow <- struct{}{}:
 				default:
 				}
+			case ev.Mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0 && ev.Len > 0 && off <= n:
+				name := buf[nameAt:off]
+				if i := bytes.IndexByte(name, 0); i >= 0 {
+					name = name[:i]
+				}
+				events <- event{wd: int(ev.Wd), name: string(name)}
 			case ev.Mask&(unix.IN_DELETE_SELF|unix.IN_IGNORED) != 0:
-				wds <- int(ev.Wd)
+				events <- event{wd: int(ev.Wd), self: true}
 			}
 		}
 	}
 }
 
-func (w *Watcher) idOfWD(wd int) (uint64, bool) {
+// idsOf returns the watched cgroups an event may concern: the named child,
+// or every child of a parent that went.
+func (w *Watcher) idsOf(ev event) []uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	id, ok := w.byWD[wd]
-	return id, ok
+	names := w.byWD[ev.wd]
+	if !ev.self {
+		if id, ok := names[ev.name]; ok {
+			return []uint64{id}
+		}
+		return nil
+	}
+	ids := make([]uint64, 0, len(names))
+	for _, id := range names {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
-// check confirms that id is gone before it reports it: IN_IGNORED also
-// comes when a watch is removed for other reasons.
-// A cgroup that cannot be checked (an error other than absence) is kept:
-// an instance is destroyed only when its cgroup is surely gone.
+// check confirms that id is gone before it reports it: an entry of the
+// same name may have been made again, and IN_IGNORED also comes when a
+// watch is removed for other reasons. A cgroup that cannot be checked (an
+// error other than absence, or a mount that is not sound) is kept: an
+// instance is destroyed only when its cgroup is surely gone.
 func (w *Watcher) check(id uint64, by string, gone func(Gone)) {
 	w.mu.Lock()
 	wt, ok := w.watched[id]
@@ -221,13 +264,12 @@ func (w *Watcher) check(id uint64, by string, gone func(Gone)) {
 	}
 	exists, err := w.r.Exists(id, wt.path)
 	if err == nil && !exists {
-		// A cgroup2 mount gone or replaced says nothing of the cgroup.
 		err = w.r.CheckRoot()
 	}
 	if err != nil || exists {
 		if exists && by == "inotify" {
-			// The watch went without the directory (IN_IGNORED after an
-			// unmount or a watch limit): watch it again.
+			// The parent's watch may have gone without the cgroup (an
+			// unmount, a watch limit): watch it again.
 			w.Add(id, wt.path)
 		}
 		return

@@ -118,6 +118,25 @@ func TestWatcherInotify(t *testing.T) {
 	if n := w.Watched(); n != 1 {
 		t.Fatalf("%d watched, want 1 (b)", n)
 	}
+	// b shares the parent's watch with the others, which are gone.
+	if err := os.Remove(filepath.Join(root, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if g := log.wait(t, 5*time.Second); g.ID != ids["b"] || g.By != "inotify" {
+		t.Fatalf("report %+v; want b's id %d by inotify", g, ids["b"])
+	}
+	// Made again under the same name before the event is read: a new
+	// cgroup, and the old one is still reported.
+	mkdirs(t, root, "p/q")
+	q, _ := r.Resolve("/p/q")
+	w.Add(q.ID, q.Rel)
+	os.Remove(filepath.Join(root, "p/q"))
+	mkdirs(t, root, "p/q")
+	if ino(t, filepath.Join(root, "p/q")) != q.ID {
+		if g := log.wait(t, 5*time.Second); g.ID != q.ID {
+			t.Fatalf("report %+v; want the old q", g)
+		}
+	}
 }
 
 func TestWatcherSweep(t *testing.T) {
