@@ -53,20 +53,21 @@ func (m *Manager) ResizeInstance(ctx context.Context, name string, req v1.Resize
 		nw.Weight = *req.Weight
 	}
 	// Charge the growth now, so that concurrent creates see it.
+	var refused error
 	for _, s := range old.Slots {
 		g, ok := m.gpuByIndex(s.GPU)
 		l := m.loadOf(s.GPU)
-		if ok && nw.Memory > g.MemoryTotal {
-			m.mu.Unlock()
-			return v1.Instance{}, errf(ErrInvalid, nil, "resize of %s: GPU %d has %s in all", name, s.GPU, human(g.MemoryTotal))
+		switch {
+		case ok && nw.Memory > g.MemoryTotal:
+			refused = errf(ErrInvalid, nil, "resize of %s: GPU %d has %s in all", name, s.GPU, human(g.MemoryTotal))
+		case ok && nw.Memory > old.Memory && l.mem-old.Memory+nw.Memory > g.MemoryTotal:
+			refused = errf(ErrNoSpace, nil, "resize of %s: GPU %d has %s unallocated, less than the %s more asked", name, s.GPU, human(g.MemoryTotal-min(l.mem, g.MemoryTotal)), human(nw.Memory-old.Memory))
+		case l.weight-old.Weight+nw.Weight > maxInst:
+			refused = errf(ErrNoSpace, nil, "resize of %s: GPU %d's weights would sum to %d, above %d", name, s.GPU, l.weight-old.Weight+nw.Weight, maxInst)
 		}
-		if ok && nw.Memory > old.Memory && l.mem-old.Memory+nw.Memory > g.MemoryTotal {
+		if refused != nil {
 			m.mu.Unlock()
-			return v1.Instance{}, errf(ErrNoSpace, nil, "resize of %s: GPU %d has %s unallocated, less than the %s more asked", name, s.GPU, human(g.MemoryTotal-min(l.mem, g.MemoryTotal)), human(nw.Memory-old.Memory))
-		}
-		if l.weight-old.Weight+nw.Weight > maxInst {
-			m.mu.Unlock()
-			return v1.Instance{}, errf(ErrNoSpace, nil, "resize of %s: GPU %d's weights would sum to %d, above %d", name, s.GPU, l.weight-old.Weight+nw.Weight, maxInst)
+			return v1.Instance{}, refused
 		}
 	}
 	m.recharge(old, nw, true)
