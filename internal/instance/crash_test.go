@@ -268,6 +268,10 @@ var scenarios = []scenario{
 		_, err := m.ResizeInstance(ctx, "x", v1.ResizeRequest{Memory: &mem, Weight: &wt})
 		return err
 	}, outcomes: []int{1}},
+	{name: "module reloaded", setup: setupX, op: func(ctx context.Context, w *world, m *Manager) error {
+		w.kern.Reset() // the repairing start makes both kernel instances again
+		return nil
+	}, outcomes: []int{1}},
 	{name: "cgroup removed", setup: setupX, op: func(ctx context.Context, w *world, m *Manager) error {
 		w.rmCgroup("/kubepods/x")
 		m.cgroupGone(ctx, cgroupGoneOf(m, "x"))
@@ -294,7 +298,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 			for k := 1; ; k++ {
 				done := runCrash(t, sc, k)
 				if done {
-					t.Logf("%d crash points", k-1)
+					t.Logf("%d crash points in the operation, each followed by a repair killed at each of its own", k-1)
 					break
 				}
 				if k > 50 {
