@@ -52,6 +52,9 @@ type event struct {
 // on the cgroup's parent (IN_DELETE names the child): cgroupfs (kernfs)
 // sends no IN_DELETE_SELF for a removed cgroup, but an rmdir, which is how
 // runtimes remove them, makes the VFS report the entry's deletion.
+// cgroup.events' "populated 0" is not taken as an end: a cgroup is empty
+// before the container's first process joins it, and an empty cgroup can
+// be filled again.
 type Watcher struct {
 	r     *Resolver
 	sweep time.Duration
