@@ -560,3 +560,48 @@ func TestPlacementReload(t *testing.T) {
 		t.Errorf("placements %q", got)
 	}
 }
+
+// stuckManager's Health never answers: a deadlocked daemon.
+type stuckManager struct {
+	fakeManager
+	stuck chan struct{}
+}
+
+func (m *stuckManager) Health(ctx context.Context) v1.Health {
+	select {
+	case <-m.stuck:
+	case <-ctx.Done():
+	}
+	return v1.Health{Status: "ok"}
+}
+
+func TestWatchdogSilentWhenStuck(t *testing.T) {
+	h := newHarness(t, "")
+	sm := &stuckManager{stuck: make(chan struct{})}
+	h.buildFn = func(context.Context, config.Config, *logrus.Logger) (Parts, error) {
+		return Parts{Manager: sm}, nil
+	}
+	h.start(WithWatchdog(func() (time.Duration, error) { return 40 * time.Millisecond, nil }))
+	h.waitReady()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(h.logBuf.String(), "did not answer in time") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning:\n%s", h.logBuf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := h.notes.has("WATCHDOG=1"); n != 0 {
+		t.Errorf("%d pings from a stuck daemon", n)
+	}
+	close(sm.stuck) // it recovers: pings resume
+	deadline = time.Now().Add(5 * time.Second)
+	for h.notes.has("WATCHDOG=1") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no pings after recovery")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := h.stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+}
