@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -513,4 +514,22 @@ func TestMetricsCollectors(t *testing.T) {
 func TestMain(m *testing.M) {
 	logrus.SetOutput(io.Discard)
 	os.Exit(m.Run())
+}
+
+// The socket's /metrics, the API's own metrics included, passes promtool.
+func TestMetricsLint(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (Debian package prometheus)")
+	}
+	col := constCollector{prometheus.NewDesc("cgpu_test_value", "A test value.", nil, nil)}
+	c := serve(t, New(&fakeService{}, WithPeerResolver(rootPeer), WithCollectors(col)))
+	do(t, c, "GET", "/v1/version", "", nil)
+	do(t, c, "GET", "/v1/nope", "", nil)
+	r := do(t, c, "GET", "/metrics", "", nil)
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(r.body)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
 }
