@@ -26,4 +26,4 @@ podman-vm-test: deps ## the containers suite with Debian's podman staged too (CG
 	CGPU_PODMAN=1 tests/vm/run --suite containers
 
 bench-runtime: deps guest ## runc container start in the VM with and without the cgpu hook: p50/p99, ratios, `bench:` lines
-	tests/vm/run --timeout 900 --exec 'cgpu-bench-runtime $(or $(BENCH_RUNTIME_N),60)'
+	tests/vm/run --timeout 2400 --exec 'cgpu-bench-runtime $(or $(BENCH_RUNTIME_N),50)'

@@ -14,6 +14,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,12 +50,16 @@ func main() {
 	for _, c := range cases {
 		c.starts, c.stops = nil, nil
 	}
+	progress = os.Stderr
 	if err := run(*runc, *bundles, *n, cases); err != nil {
 		fmt.Fprintln(os.Stderr, "runtimebench:", err)
 		os.Exit(1)
 	}
 	report(cases)
 }
+
+// progress, when set, gets a line every 10 rounds (a TCG guest is slow).
+var progress io.Writer
 
 func run(runc, bundles string, n int, cases []*benchCase) error {
 	for i := 0; i < n; i++ {
@@ -71,6 +76,9 @@ func run(runc, bundles string, n int, cases []*benchCase) error {
 			}
 			c.starts = append(c.starts, start)
 			c.stops = append(c.stops, stop)
+		}
+		if progress != nil && (i+1)%10 == 0 {
+			fmt.Fprintf(progress, "runtimebench: %d/%d rounds\n", i+1, n)
 		}
 	}
 	return nil
