@@ -74,6 +74,9 @@ type Config struct {
 	// LoadModule runs `modprobe cgpu` at start when /dev/cgpu is missing
 	// (packages load it at boot through modules-load.d instead).
 	LoadModule bool `toml:"load_module"`
+	// CDIDir gets cgpu's CDI spec (cgpu.yaml, the device cgpu.io/gpu=N per
+	// discovered GPU and the OCI hooks) at every start; "" writes none.
+	CDIDir string `toml:"cdi_dir"`
 }
 
 // Default is the configuration with no file and no flags.
@@ -95,6 +98,7 @@ func Default() Config {
 		DevDir:         "/dev",
 		DeviceFilter:   true,
 		LoadModule:     false,
+		CDIDir:         "/etc/cdi",
 	}
 }
 
@@ -120,6 +124,9 @@ func (c Config) Validate() error {
 		if p := abs[key]; !filepath.IsAbs(p) {
 			bad(key, "%q is not an absolute path", p)
 		}
+	}
+	if c.CDIDir != "" && !filepath.IsAbs(c.CDIDir) {
+		bad("cdi_dir", "%q is not an absolute path (or \"\" for none)", c.CDIDir)
 	}
 	if len(c.Socket) > 107 {
 		bad("socket", "%d bytes; a Unix socket path takes at most 107", len(c.Socket))

@@ -60,6 +60,8 @@ func TestDecode(t *testing.T) {
 		{"metrics address", "metrics_address = \"9400\"\n", nil, "metrics_address"},
 		{"sweep too short", "sweep_interval = \"10ms\"\n", nil, "sweep_interval"},
 		{"sweep not a duration", "sweep_interval = \"often\"\n", nil, "sweep_interval"},
+		{"relative cdi dir", "cdi_dir = \"etc/cdi\"\n", nil, "cdi_dir"},
+		{"no cdi", "cdi_dir = \"\"\n", func(c Config) bool { return c.CDIDir == "" }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -167,4 +167,5 @@ var usages = map[string]string{
 	"dev_dir":         "where the device nodes are",
 	"device_filter":   "attach an eBPF device filter to each container's cgroup",
 	"load_module":     "modprobe cgpu at start when /dev/cgpu is missing",
+	"cdi_dir":         "where to write cgpu's CDI spec at start (\"\" = nowhere)",
 }

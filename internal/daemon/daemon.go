@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/cgpu-dev/cgpu/internal/config"
+	"github.com/cgpu-dev/cgpu/internal/integration"
 	"github.com/cgpu-dev/cgpu/internal/server"
 	"github.com/coreos/go-systemd/v22/activation"
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
@@ -224,6 +225,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.WithError(err).Error("reconcile: serving degraded")
 		status = "degraded: " + strings.ReplaceAll(err.Error(), "\n", "; ")
 	}
+	d.writeCDI(ctx, cfg, parts.Manager)
 
 	lns, activated, err := d.listen(cfg)
 	if err != nil {
@@ -324,6 +326,30 @@ loop:
 	<-runDone
 	wg.Wait()
 	return runErr
+}
+
+// writeCDI writes the CDI spec for the GPUs discovered; a failure is
+// logged, not fatal: the API serves, and `cgpuctl setup` can write it.
+func (d *Daemon) writeCDI(ctx context.Context, c config.Config, m Manager) {
+	if c.CDIDir == "" {
+		return
+	}
+	log := d.log.WithField("dir", c.CDIDir)
+	gpus, err := m.GPUs(ctx)
+	if err == nil && len(gpus) == 0 {
+		log.Warn("CDI spec not written: no GPU found")
+		return
+	}
+	var written []string
+	if err == nil {
+		written, err = integration.Write(integration.FromAPI(gpus),
+			integration.WithCDIDir(c.CDIDir), integration.WithHooksDir(""), integration.WithDevDir(c.DevDir))
+	}
+	if err != nil {
+		log.WithError(err).Warn("CDI spec not written (cgpuctl setup writes it too)")
+		return
+	}
+	log.WithField("files", strings.Join(written, ",")).Info("CDI spec written")
 }
 
 // reload re-reads the configuration on SIGHUP and applies what it can.

@@ -137,7 +137,7 @@ func newHarness(t *testing.T, conf string) *harness {
 	h := &harness{t: t, dir: dir, sock: filepath.Join(dir, "run", "c.sock"), mgr: &fakeManager{},
 		notes: &recorder{}, sigs: make(chan os.Signal, 4), closed: make(chan struct{}), logBuf: &syncBuffer{}}
 	h.conf = filepath.Join(dir, "cgpud.toml")
-	h.writeConf(fmt.Sprintf("socket = %q\nstate_dir = %q\n%s", h.sock, filepath.Join(dir, "state"), conf))
+	h.writeConf(fmt.Sprintf("socket = %q\nstate_dir = %q\ncdi_dir = \"\"\n%s", h.sock, filepath.Join(dir, "state"), conf))
 	h.log = NewLogger(h.logBuf)
 	h.buildFn = func(context.Context, config.Config, *logrus.Logger) (Parts, error) {
 		return Parts{Manager: h.mgr, Close: func() error { close(h.closed); return nil }}, nil
@@ -285,7 +285,7 @@ func TestReload(t *testing.T) {
 		t.Fatalf("level %v", h.log.GetLevel())
 	}
 	other := filepath.Join(h.dir, "other.sock")
-	h.writeConf(fmt.Sprintf("socket = %q\nstate_dir = %q\nlog_level = \"debug\"\nplacement = \"spread\"\n", other, filepath.Join(h.dir, "state")))
+	h.writeConf(fmt.Sprintf("socket = %q\nstate_dir = %q\ncdi_dir = \"\"\nlog_level = \"debug\"\nplacement = \"spread\"\n", other, filepath.Join(h.dir, "state")))
 	h.sigs <- syscall.SIGHUP
 	deadline := time.Now().Add(5 * time.Second)
 	for h.notes.has("RELOADING=1") == 0 || h.notes.has("READY=1") < 2 {
@@ -429,7 +429,7 @@ func TestFailuresBeforeReady(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { ln.Close() })
-			h.writeConf(fmt.Sprintf("socket = %q\nmetrics_address = %q\n", h.sock, ln.Addr().String()))
+			h.writeConf(fmt.Sprintf("socket = %q\ncdi_dir = \"\"\nmetrics_address = %q\n", h.sock, ln.Addr().String()))
 		}, "metrics_address"},
 	}
 	for _, tt := range tests {
@@ -460,7 +460,7 @@ func TestMetricsAddress(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	h.writeConf(fmt.Sprintf("socket = %q\nmetrics_address = %q\n", h.sock, addr))
+	h.writeConf(fmt.Sprintf("socket = %q\ncdi_dir = \"\"\nmetrics_address = %q\n", h.sock, addr))
 	h.buildFn = func(_ context.Context, _ config.Config, log *logrus.Logger) (Parts, error) {
 		return Parts{Manager: h.mgr, Collectors: []prometheus.Collector{Collector(h.mgr, log)}}, nil
 	}
@@ -600,6 +600,26 @@ func TestWatchdogSilentWhenStuck(t *testing.T) {
 			t.Fatal("no pings after recovery")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	if err := h.stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCDISpecAtStart(t *testing.T) {
+	h := newHarness(t, "")
+	cdi := filepath.Join(h.dir, "cdi")
+	h.writeConf(fmt.Sprintf("socket = %q\ncdi_dir = %q\n", h.sock, cdi))
+	h.start()
+	h.waitReady()
+	b, err := os.ReadFile(filepath.Join(cdi, "cgpu.yaml"))
+	if err != nil {
+		t.Fatalf("no spec: %v\n%s", err, h.logBuf.String())
+	}
+	for _, want := range []string{"cgpu.io/gpu", "/dev/nvidia0", "createRuntime"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("spec lacks %q:\n%s", want, b)
+		}
 	}
 	if err := h.stop(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
