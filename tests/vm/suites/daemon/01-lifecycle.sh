@@ -1,9 +1,10 @@
 #!/bin/sh
-# cgpud end to end on cgpu.ko: discovery over the RM ABI, a create over the
-# socket makes the kernel instance and the limit holds for a fake CUDA
-# client in the container's cgroup, the device filter hides the other GPU
-# and /dev/cgpu, a resize changes the kernel's limit, a destroy refuses
-# while memory is held and goes once it is not, /metrics has the numbers.
+# cgpud end to end on cgpu.ko: discovery over the RM ABI and the CDI spec
+# written at start, a create over the socket makes the kernel instance and
+# the limit holds for a fake CUDA client in the container's cgroup, the
+# device filter hides the other GPU and /dev/cgpu, a resize changes the
+# kernel's limit, a destroy refuses while memory is held and goes once it
+# is not, /metrics has the numbers.
 # vm-timeout: 180
 # shellcheck source=SCRIPTDIR/../../lib.sh
 . /opt/cgpu/lib.sh
@@ -21,6 +22,8 @@ expect 200 "gpus"
 assert_eq 2 "$(echo "$body" | grep -o '"uuid":' | wc -l)" "GPUs discovered"
 api GET /v1/health
 expect 200 "health: $body"
+grep -q 'cgpu.io/gpu' "$CDI/cgpu.yaml" || fail "no CDI spec written at start"
+grep -q '/dev/nvidia1' "$CDI/cgpu.yaml" || fail "the CDI spec lacks GPU 1"
 
 echo "### create 64 MiB on GPU 0"
 create d1 dt-a $((64 * MIB)) '"gpus":["0"]'
