@@ -544,7 +544,15 @@ static long cgpu_nv_control(struct cgpu_call *c)
 	struct cgpu_inst *inst;
 	void __user *up;
 	long ret;
+	u32 cmd;
 
+	/* Most controls are none of ours: one word decides. */
+	if (get_user(cmd, (u32 __user *)(c->uarg +
+					offsetof(struct nva_os54_control, cmd))))
+		return -EFAULT;
+	if (cmd != NVA_CTRL_GPU_GET_ID_INFO_V2 &&
+	    cmd != NVA_CTRL_FB_GET_INFO_V2 && cmd != NVA_CTRL_FB_GET_INFO)
+		return cgpu_nv_orig(c);
 	if (copy_from_user(&ctl, c->uarg, sizeof(ctl)))
 		return -EFAULT;
 	up = u64_to_user_ptr(ctl.params);
