@@ -84,17 +84,25 @@ func run(runc, bundles string, n int, cases []*benchCase) error {
 	return nil
 }
 
-// runcCmd runs runc ARGS in dir and returns how long it took.
+// runcCmd runs runc ARGS in dir and returns how long it took. Its output
+// goes to a file, not a pipe: a detached container inherits runc's stdio,
+// and a pipe would keep Wait waiting for the container to end.
 func runcCmd(runc, dir string, args ...string) (time.Duration, error) {
+	f, err := os.CreateTemp("", "runtimebench")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
 	cmd := exec.Command(runc, args...)
 	cmd.Dir = dir
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = f, f
 	t0 := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	d := time.Since(t0)
 	if err != nil {
-		msg := strings.TrimSpace(out.String())
+		b, _ := os.ReadFile(f.Name())
+		msg := strings.TrimSpace(string(b))
 		if msg == "" {
 			msg = "no output"
 		}
