@@ -14,7 +14,7 @@ PKG_VERSION := $(shell packaging/pkg-version '$(PKG_DESCRIBE)' 2>/dev/null)
 PKG_DEB = dist/cgpu_$(PKG_VERSION)-1_amd64.deb
 PKG_RPM = dist/cgpu-$(PKG_VERSION)-1.x86_64.rpm
 
-.PHONY: packages packages-check packages-install-test packages-vm-test
+.PHONY: packages packages-check packages-install-test packages-vm-test install
 
 packages: ## the .deb and .rpm in dist/ (version from git describe)
 	@rm -f dist/cgpu_*_amd64.deb dist/cgpu-*.x86_64.rpm
@@ -28,3 +28,7 @@ packages-install-test: deps packages ## install, upgrade and purge the .deb in a
 
 packages-vm-test: deps packages ## boot the root with the .deb under systemd (QEMU): READY, cgpuctl status, upgrade with DKMS, purge
 	@tests/pkg/vm-test '$(PKG_DESCRIBE)' '$(PKG_DEB)'
+
+install: ## from source: binaries, units, config, DKMS source and module, as the packages lay them out (DESTDIR= for a staging root)
+	@CGPU_STAGE_ONLY=1 CGPU_PKG_VERSION='$(PKG_VERSION)' packaging/build '$(PKG_DESCRIBE)' dist
+	@packaging/install-tree '$(DESTDIR)'
