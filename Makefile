@@ -19,7 +19,7 @@ CHECKPATCH := $(ROOT)/build/tools/checkpatch/checkpatch.pl
 all: go-build modules guest ## build everything that builds on this host
 
 help: ## this list
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 24
 
 deps: ## install the Debian packages the build and tests need (idempotent)
 	@scripts/install-deps
@@ -64,10 +64,16 @@ test: deps ## everything CI runs: unit tests, module build, both VM tiers
 bench: deps guest ## benchmarks in the VM; `bench: NAME VALUE UNIT` lines at the end
 	@scripts/bench
 
+# Shell scripts of the daemon, runtime and packaging parts (all shellcheck-clean).
+LINT_SH = $(wildcard tests/containers/stage tests/containers/cgpu-bundle \
+	tests/containers/bench-runtime tests/containers/podman tests/pkg/* \
+	packaging/build packaging/pkg-version packaging/install-tree \
+	$(foreach d,daemon containers runtime kclient devfilter cgroup,tests/vm/suites/$(d)/*.sh))
+
 lint: ## go vet, gofmt, shellcheck
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
-	@if command -v shellcheck >/dev/null; then shellcheck -x scripts/* tests/vm/run tests/vm/negative-check tests/vm/debug-kernel tests/vm/lib.sh tests/demo/cgpu-demo; \
+	@if command -v shellcheck >/dev/null; then shellcheck -x scripts/* tests/vm/run tests/vm/negative-check tests/vm/debug-kernel tests/vm/lib.sh tests/demo/cgpu-demo $(LINT_SH); \
 	else echo "lint: shellcheck not installed, skipping shell scripts (apt-get install shellcheck)"; fi
 
 $(CHECKPATCH):
