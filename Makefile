@@ -66,7 +66,7 @@ bench: deps guest ## benchmarks in the VM; `bench: NAME VALUE UNIT` lines at the
 
 # Shell scripts of the daemon, runtime and packaging parts (all shellcheck-clean).
 LINT_SH = $(wildcard tests/containers/stage tests/containers/cgpu-bundle \
-	tests/containers/bench-runtime tests/containers/podman tests/pkg/* \
+	tests/containers/bench-runtime tests/pkg/* \
 	packaging/build packaging/pkg-version packaging/install-tree \
 	$(foreach d,daemon containers runtime kclient devfilter cgroup,tests/vm/suites/$(d)/*.sh))
 
