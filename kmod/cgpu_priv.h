@@ -28,7 +28,10 @@
 
 #include "include/uapi/cgpu.h"
 
+/* Packaged builds pass the release (kmod/VERSION, see Kbuild). */
+#ifndef CGPU_VERSION
 #define CGPU_VERSION	"1.0.0"
+#endif
 #define CGPU_NO_GPU	0xffffu
 
 /* An instance: a memory limit on one GPU, bound to cgroups. */
