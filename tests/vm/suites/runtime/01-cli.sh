@@ -11,6 +11,10 @@
 [ -e /dev/nvidia1 ] || reload_nvmock num_gpus=2
 rm -f /etc/cdi/cgpu.yaml /usr/share/containers/oci/hooks.d/cgpu.json
 start_daemon
+# cgpud writes the CDI spec at start; take it away again so doctor is seen
+# to notice a missing one.
+[ -f /etc/cdi/cgpu.yaml ] || fail "cgpud did not write the CDI spec at start"
+rm -f /etc/cdi/cgpu.yaml
 
 echo "### doctor before setup: the integration files are missing, the rest is fine"
 ctl doctor
