@@ -25,10 +25,14 @@
  *
  * While nothing is attached and nothing tracked (cgpu_hooks_idle()), the
  * callback does not redirect at all: the driver's function runs as if
- * unhooked, behind one trampoline and a few loads.  The callback needs no
- * saved registers (the ftrace_regs of DYNAMIC_FTRACE_WITH_ARGS carry the
- * instruction pointer, as for livepatch) and cannot recurse (it calls
- * nothing traceable), so ftrace calls it directly.
+ * unhooked, behind one trampoline and a few loads.  Otherwise the nvidia.ko
+ * ioctl hook asks cgpu_nv_ioctl_wanted() first, from the arguments ftrace
+ * saved, so that escapes and controls cgpu would only pass on take no
+ * detour either.  The callback needs no saved registers (the ftrace_regs of
+ * DYNAMIC_FTRACE_WITH_ARGS carry the arguments and the instruction pointer,
+ * as for livepatch), does not sleep (the one user read it may do cannot
+ * fault), and cannot recurse (nothing it calls reaches a hooked function),
+ * so ftrace calls it directly.
  *
  * Unloading: a call already redirected may still be inside a wrapper.  The
  * callback counts it (per-CPU, this_cpu_inc is preemption safe) before
@@ -78,9 +82,18 @@ MODULE_PARM_DESC(uvm_release_sym, "nvidia-uvm.ko release entry point");
 
 DEFINE_PER_CPU(long, cgpu_inflight);
 
+/* Argument n of the hooked function, from the callback's saved registers. */
+#ifdef ftrace_regs_get_argument
+#define cgpu_fregs_arg(fregs, n)	ftrace_regs_get_argument(fregs, n)
+#else
+#define cgpu_fregs_arg(fregs, n)	regs_get_kernel_argument(&(fregs)->regs, n)
+#endif
+
 struct cgpu_hook {
 	char **sym;		/* module parameter */
 	void *wrapper;
+	/* ioctl hooks: does the wrapper want this call?  (NULL: always) */
+	bool (*wanted)(unsigned int cmd, unsigned long arg);
 	void **orig;		/* where the wrapper finds the original */
 	struct ftrace_ops ops;
 	unsigned long addr;
@@ -140,14 +153,16 @@ static int cgpu_hook_uvm_release(struct inode *inode, struct file *f)
 }
 
 static struct cgpu_hook cgpu_nv_hooks[] = {
-	{ &nv_ioctl_sym, cgpu_hook_nv_ioctl, (void **)&cgpu_orig_nv_ioctl },
-	{ &nv_close_sym, cgpu_hook_nv_close, (void **)&cgpu_orig_nv_close },
+	{ &nv_ioctl_sym, cgpu_hook_nv_ioctl, cgpu_nv_ioctl_wanted,
+	  (void **)&cgpu_orig_nv_ioctl },
+	{ &nv_close_sym, cgpu_hook_nv_close, NULL, (void **)&cgpu_orig_nv_close },
 };
 
 static struct cgpu_hook cgpu_uvm_hooks[] = {
-	{ &uvm_ioctl_sym, cgpu_hook_uvm_ioctl, (void **)&cgpu_orig_uvm_ioctl },
-	{ &uvm_mmap_sym, cgpu_hook_uvm_mmap, (void **)&cgpu_orig_uvm_mmap },
-	{ &uvm_release_sym, cgpu_hook_uvm_release, (void **)&cgpu_orig_uvm_release },
+	{ &uvm_ioctl_sym, cgpu_hook_uvm_ioctl, NULL, (void **)&cgpu_orig_uvm_ioctl },
+	{ &uvm_mmap_sym, cgpu_hook_uvm_mmap, NULL, (void **)&cgpu_orig_uvm_mmap },
+	{ &uvm_release_sym, cgpu_hook_uvm_release, NULL,
+	  (void **)&cgpu_orig_uvm_release },
 };
 
 static struct cgpu_target cgpu_targets[] = {
@@ -168,6 +183,9 @@ static void notrace cgpu_ftrace_cb(unsigned long ip, unsigned long parent_ip,
 	if (within_module(parent_ip, THIS_MODULE))
 		return;
 	if (cgpu_hooks_idle())
+		return;
+	if (h->wanted && !h->wanted(cgpu_fregs_arg(fregs, 1),
+				    cgpu_fregs_arg(fregs, 2)))
 		return;
 	this_cpu_inc(cgpu_inflight);
 	ftrace_instruction_pointer_set(fregs, (unsigned long)h->wrapper);

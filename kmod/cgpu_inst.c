@@ -46,7 +46,6 @@ static void cgpu_inst_release(struct kref *ref)
 {
 	struct cgpu_inst *inst = container_of(ref, struct cgpu_inst, ref);
 
-	kfree(inst->spare);
 	/* RCU readers may still be looking at it (kref_get_unless_zero). */
 	kfree_rcu(inst, rcu);
 	/* Each instance pinned the module: rmmod waits for the last one. */
@@ -191,7 +190,9 @@ static void cgpu_attach_remove(struct cgpu_binding *a)
 
 int cgpu_inst_destroy(u64 id, bool force)
 {
+	struct cgpu_proc *p, *ptmp;
 	struct cgpu_binding *a, *tmp;
+	LIST_HEAD(emptied);
 	struct proc_dir_entry *pde;
 	struct cgpu_inst *inst;
 	struct cgpu_gpu *g;
@@ -228,10 +229,22 @@ int cgpu_inst_destroy(u64 id, bool force)
 	 */
 	proc_remove(pde);
 	/*
-	 * Charges still held (forced destroy) keep the instance alive through
-	 * their process entries; their frees still credit it, so accounting
-	 * stays exact until the last one goes.
+	 * Emptied process entries go now, each with its reference; from here
+	 * on entries go as they empty.  Charges still held (forced destroy)
+	 * keep the instance alive through their entries; their frees still
+	 * credit it, so accounting stays exact until the last one goes.
 	 */
+	spin_lock(&inst->lock);
+	inst->gone = true;
+	list_for_each_entry_safe(p, ptmp, &inst->procs, node) {
+		if (!p->nr)
+			list_move(&p->node, &emptied);
+	}
+	spin_unlock(&inst->lock);
+	list_for_each_entry_safe(p, ptmp, &emptied, node) {
+		kfree(p);
+		cgpu_inst_put(inst);
+	}
 	cgpu_inst_put(inst);
 	return 0;
 }

@@ -218,6 +218,7 @@ struct cgpu_memreq {
 	u64 size;
 	u32 attr;
 	size_t status_off;
+	bool is64;		/* RM_ALLOC: NVOS64, not NVOS21 */
 	/* reads the write-back: 0 and the outcome, or -EFAULT */
 	int (*outcome)(struct cgpu_call *c, struct cgpu_memreq *r, u32 *status,
 		       u32 *h_mem, u64 *actual, bool *vidmem);
@@ -248,6 +249,13 @@ static long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r,
 	}
 
 	predicted = cgpu_nv_round(r->size, r->attr);
+	if (predicted > CGPU_CHARGE_MAX) {
+		/* Larger than one record can charge (16 TiB): not admitted. */
+		cgpu_inst_count_refused(inst);
+		ret = cgpu_nv_refuse(c, r->status_off, NVA_ERR_NO_MEMORY);
+		goto out;
+	}
+	predicted = cgpu_charge_round(predicted);
 	m = cgpu_mem_alloc();
 	if (!m) {
 		/* Fail closed: no tracking, no allocation. */
@@ -267,7 +275,15 @@ static long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r,
 		cgpu_inst_unreserve(inst, predicted);
 		goto out;
 	}
-	/* Larger than admitted (a racing buffer, unusual flags): admit the rest. */
+	/*
+	 * Larger than admitted (a racing buffer, unusual flags): admit the
+	 * rest.  Past what a record can charge it cannot fit: undone, or if
+	 * the driver will not, charged as much as a record holds.
+	 */
+	if (actual > CGPU_CHARGE_MAX)
+		actual = U64_MAX;
+	else
+		actual = cgpu_charge_round(actual);
 	if (actual > predicted) {
 		if (cgpu_inst_reserve(inst, actual - predicted)) {
 			if (cgpu_nv_undo(c, r->h_root, r->h_parent, h_mem)) {
@@ -279,6 +295,7 @@ static long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r,
 			/* It stays: account it, even past the limit. */
 			cgpu_inst_unreserve(inst, predicted);
 			predicted = 0;
+			actual = cgpu_charge_round(actual);
 		} else {
 			predicted = actual;
 		}
@@ -300,25 +317,6 @@ out:
 	return ret;
 }
 
-/* RM_ALLOC's outcome: the NVOS21/64 header and params.size [3] [4]. */
-static int cgpu_nv_alloc_outcome(struct cgpu_call *c, struct cgpu_memreq *r,
-				 u32 *status, u32 *h_mem, u64 *actual,
-				 bool *vidmem)
-{
-	struct nva_os21_alloc a;
-
-	/* hRoot..hClass lead both forms */
-	if (copy_from_user(&a, c->uarg, offsetof(struct nva_os21_alloc, p_alloc_parms)) ||
-	    get_user(*status, (u32 __user *)(c->uarg + r->status_off)))
-		return -EFAULT;
-	*h_mem = a.h_object_new;
-	*vidmem = a.h_class == NVA_CLASS_MEMORY_LOCAL_USER;
-	if (get_user(*actual, (u64 __user *)(r->uparams +
-			offsetof(struct nva_memory_alloc_params, size))))
-		*actual = cgpu_nv_round(r->size, r->attr);
-	return 0;
-}
-
 /* Constant sizes: the hardened usercopy checks compile away. */
 static unsigned long cgpu_nv_read_alloc(struct cgpu_call *c, void *u,
 					bool is64)
@@ -326,6 +324,28 @@ static unsigned long cgpu_nv_read_alloc(struct cgpu_call *c, void *u,
 	if (is64)
 		return copy_from_user(u, c->uarg, sizeof(struct nva_os64_alloc));
 	return copy_from_user(u, c->uarg, sizeof(struct nva_os21_alloc));
+}
+
+/* RM_ALLOC's outcome: the NVOS21/64 header and params.size [3] [4]. */
+static int cgpu_nv_alloc_outcome(struct cgpu_call *c, struct cgpu_memreq *r,
+				 u32 *status, u32 *h_mem, u64 *actual,
+				 bool *vidmem)
+{
+	union {
+		struct nva_os21_alloc a21;
+		struct nva_os64_alloc a64;
+	} u;
+
+	/* One read: hRoot..hClass lead both forms, then the status. */
+	if (cgpu_nv_read_alloc(c, &u, r->is64))
+		return -EFAULT;
+	*status = r->is64 ? u.a64.status : u.a21.status;
+	*h_mem = u.a21.h_object_new;
+	*vidmem = u.a21.h_class == NVA_CLASS_MEMORY_LOCAL_USER;
+	if (get_user(*actual, (u64 __user *)(r->uparams +
+			offsetof(struct nva_memory_alloc_params, size))))
+		*actual = cgpu_nv_round(r->size, r->attr);
+	return 0;
 }
 
 /* NV_ESC_RM_ALLOC with NVOS21 or NVOS64 [3]. */
@@ -351,6 +371,7 @@ static long cgpu_nv_alloc(struct cgpu_call *c)
 					   u.a21.p_alloc_parms);
 	r.status_off = is64 ? offsetof(struct nva_os64_alloc, status) :
 			      offsetof(struct nva_os21_alloc, status);
+	r.is64 = is64;
 
 	switch (cls) {
 	case NVA_CLASS_MEMORY_LOCAL_USER:
@@ -407,8 +428,9 @@ static long cgpu_nv_free(struct cgpu_call *c)
 		return -EFAULT;
 	ret = cgpu_nv_orig(c);
 	if (!ret && !copy_from_user(&q, c->uarg, sizeof(q)) &&
-	    q.status == NVA_OK)
+	    q.status == NVA_OK) {
 		cgpu_track_free(p.h_root, p.h_object_old);
+	}
 	return ret;
 }
 
@@ -536,6 +558,13 @@ static void cgpu_nv_fb_info_old(struct cgpu_call *c, struct cgpu_inst *inst,
 	kfree(e);
 }
 
+/* The controls cgpu looks into [5] [10.2]. */
+static __always_inline bool cgpu_nv_control_ours(u32 cmd)
+{
+	return cmd == NVA_CTRL_GPU_GET_ID_INFO_V2 ||
+	       cmd == NVA_CTRL_FB_GET_INFO_V2 || cmd == NVA_CTRL_FB_GET_INFO;
+}
+
 /* NV_ESC_RM_CONTROL [5] [10.2]. */
 static long cgpu_nv_control(struct cgpu_call *c)
 {
@@ -550,8 +579,7 @@ static long cgpu_nv_control(struct cgpu_call *c)
 	if (get_user(cmd, (u32 __user *)(c->uarg +
 					offsetof(struct nva_os54_control, cmd))))
 		return -EFAULT;
-	if (cmd != NVA_CTRL_GPU_GET_ID_INFO_V2 &&
-	    cmd != NVA_CTRL_FB_GET_INFO_V2 && cmd != NVA_CTRL_FB_GET_INFO)
+	if (!cgpu_nv_control_ours(cmd))
 		return cgpu_nv_orig(c);
 	if (copy_from_user(&ctl, c->uarg, sizeof(ctl)))
 		return -EFAULT;
@@ -736,6 +764,40 @@ static long cgpu_nv_dispatch(struct file *f, unsigned int cmd, unsigned long arg
 		break;
 	}
 	return cgpu_nv_orig(&c);
+}
+
+/*
+ * Called by the ftrace callback before it redirects a call of the ioctl
+ * entry point: false for the calls cgpu_nv_dispatch() would only pass on,
+ * which then reach the driver with no detour.  Most controls are not ours,
+ * and a control's command is one word of the user's argument: it is read
+ * here without faulting (the callback must not sleep); a word that cannot
+ * be read so is left to the wrapper.  Reading it twice (here, then in the
+ * wrapper) is no new race: the driver reads the buffer itself anyway.
+ */
+bool notrace cgpu_nv_ioctl_wanted(unsigned int cmd, unsigned long arg)
+{
+	u32 ctl;
+
+	switch (_IOC_NR(cmd)) {
+	case NVA_ESC_RM_CONTROL:
+		if (_IOC_SIZE(cmd) != sizeof(struct nva_os54_control))
+			return false;
+		if (copy_from_user_nofault(&ctl, (void __user *)arg +
+					   offsetof(struct nva_os54_control, cmd),
+					   sizeof(ctl)))
+			return true;
+		return cgpu_nv_control_ours(ctl);
+	case NVA_ESC_RM_ALLOC:
+	case NVA_ESC_RM_FREE:
+	case NVA_ESC_RM_DUP_OBJECT:
+	case NVA_ESC_RM_VID_HEAP_CONTROL:
+	case NVA_ESC_CARD_INFO:
+	case NVA_ESC_CHECK_VERSION_STR:
+	case NVA_ESC_IOCTL_XFER_CMD:
+		return true;
+	}
+	return false;
 }
 
 long cgpu_nv_ioctl(struct file *f, unsigned int cmd, unsigned long arg)

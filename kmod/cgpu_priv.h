@@ -20,6 +20,7 @@
 #include <linux/jump_label.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/math.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
@@ -33,6 +34,28 @@
 #define CGPU_VERSION	"1.0.0"
 #endif
 #define CGPU_NO_GPU	0xffffu
+
+/*
+ * Charges are kept in 4 KiB units (a u32 in each allocation's record, so
+ * one allocation may be up to 16 TiB).  The driver's sizes are whole pages
+ * [nvidia-abi.md 10.11], so this is exact; a size that is not a whole unit
+ * is charged rounded up, and a larger one is not admitted.
+ */
+#define CGPU_CHARGE_SHIFT	12
+#define CGPU_CHARGE_MAX		((u64)U32_MAX << CGPU_CHARGE_SHIFT)
+
+/* bytes as charged (at most CGPU_CHARGE_MAX: callers check for more) */
+static inline u64 cgpu_charge_round(u64 bytes)
+{
+	if (bytes > CGPU_CHARGE_MAX)
+		return CGPU_CHARGE_MAX;
+	return round_up(bytes, 1ULL << CGPU_CHARGE_SHIFT);
+}
+
+static inline u64 cgpu_charge_bytes(u32 units)
+{
+	return (u64)units << CGPU_CHARGE_SHIFT;
+}
 
 /* An instance: a memory limit on one GPU, bound to cgroups. */
 struct cgpu_inst {
@@ -51,10 +74,10 @@ struct cgpu_inst {
 	u64 live_allocs;
 	u64 refused;
 	u64 refused_managed;
-	struct list_head procs;	/* struct cgpu_proc */
-	u32 nr_procs;
-	/* the last process entry to empty, kept for the next (no reference) */
-	struct cgpu_proc *spare;
+	/* struct cgpu_proc; emptied ones stay for reuse until destroy */
+	struct list_head procs;
+	u32 nr_procs;		/* entries holding memory */
+	bool gone;		/* destroyed: emptied entries go at once */
 
 	/* under cgpu_ctl_lock */
 	struct list_head attaches;
@@ -73,7 +96,13 @@ struct cgpu_gpu {
 	struct proc_dir_entry *pde;
 };
 
-/* Memory one process holds in one instance (for meminfo and stats). */
+/*
+ * Memory one process holds in one instance (for meminfo and stats).  An
+ * entry whose charges are all gone (nr == 0) stays listed, still holding
+ * its reference, and is reused by the next process to allocate there: the
+ * entries never outnumber the processes that held memory at once, and the
+ * instance's destroy frees them.
+ */
 struct cgpu_proc {
 	struct list_head node;
 	struct cgpu_inst *inst;	/* holds a reference */
@@ -145,6 +174,7 @@ int cgpu_track_init(void);
 void cgpu_track_exit(void);
 
 /* cgpu_nv.c: the nvidia.ko entry points and what they mean */
+bool cgpu_nv_ioctl_wanted(unsigned int cmd, unsigned long arg);
 long cgpu_nv_ioctl(struct file *f, unsigned int cmd, unsigned long arg);
 int cgpu_nv_close(struct inode *inode, struct file *f);
 extern long (*cgpu_orig_nv_ioctl)(struct file *f, unsigned int cmd,

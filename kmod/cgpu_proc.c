@@ -132,8 +132,10 @@ static int cgpu_proc_meminfo_show(struct seq_file *m, void *v)
 	spin_lock(&inst->lock);
 	seq_printf(m, "Free: %llu\n",
 		   inst->limit > inst->used ? inst->limit - inst->used : 0);
-	list_for_each_entry(p, &inst->procs, node)
-		seq_printf(m, "PID: %d Mem: %llu\n", p->tgid, p->bytes);
+	list_for_each_entry(p, &inst->procs, node) {
+		if (p->nr)
+			seq_printf(m, "PID: %d Mem: %llu\n", p->tgid, p->bytes);
+	}
 	spin_unlock(&inst->lock);
 	return 0;
 }

@@ -15,22 +15,26 @@
  *    mapped handle cannot make room that is still in use.
  *
  * Client handles are global in RM, so a client is found by its handle
- * alone; objects are found by handle within their client (an xarray: RM
- * clients number their handles densely, about 9 bytes a slot).
+ * alone (a small RCU hash table); objects are found by handle within their
+ * client, in the client's own chained hash table, grown and shrunk with
+ * its population.  Not an xarray: RM hands out handles in increasing order,
+ * so an allocation freed at once (the common short-lived buffer) would
+ * make and free xarray nodes on every call, which costs more than the
+ * driver's own work (kmod/README.md, Benchmark).
  *
- * One allocation is one 48-byte record (struct cgpu_mem): the object, its
+ * One allocation is one 56-byte record (struct cgpu_mem): the object, its
  * charge and the first UVM mapping of it, which is how CUDA uses memory
  * (cuMemAlloc maps each allocation once).  Mapped records are chained in
  * one hash table keyed by (UVM fd, base), at most four to a bucket on
- * average.  Duplicated handles (16 bytes) point at the record; further
+ * average.  Duplicated handles (32 bytes) point at the record; further
  * mappings of a mapped record are rare and sit in a list.
  */
 #define pr_fmt(fmt) "cgpu: " fmt
 
 #include <linux/hash.h>
+#include <linux/hashtable.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
-#include <linux/xarray.h>
 
 #include "cgpu_priv.h"
 #include "nv_abi.h"
@@ -44,8 +48,10 @@ enum {
 
 #define CGPU_OBJ_DOOMED		0x1
 
-/* What a client's xarray holds: every record starts with one. */
+/* What a client's table holds: every record starts with one. */
 struct cgpu_obj {
+	struct cgpu_obj *next;	/* chain in the client's table */
+	u32 handle;
 	u32 parent;
 	u8 type;
 	u8 flags;
@@ -53,12 +59,12 @@ struct cgpu_obj {
 		u16 gpu;	/* device, subdevice: GPU minor */
 		u16 refs;	/* memory: its handle, dups and UVM mappings */
 	};
+	u32 pages;		/* memory: the charge, in CGPU_CHARGE_UNITs */
 };
 
 /* An allocation: its handle, its charge, its first UVM mapping. */
 struct cgpu_mem {
 	struct cgpu_obj obj;
-	u64 size;
 	struct cgpu_proc *proc;
 	struct cgpu_mem *map_next;	/* chain in cgpu_map_ht */
 	struct file *map_file;		/* the UVM fd (identity), or NULL */
@@ -80,9 +86,12 @@ struct cgpu_umap {
 };
 
 struct cgpu_client {
+	struct hlist_node hnode;	/* in cgpu_client_ht */
 	u32 handle;
+	u32 bits;		/* objs has 1 << bits chains, or is NULL */
 	struct file *file;	/* the fd that made it; identity only */
-	struct xarray objs;	/* handle -> struct cgpu_obj */
+	struct cgpu_obj **objs;
+	unsigned long nr;	/* objects in objs */
 	/*
 	 * The last device or subdevice asked about, read without the lock:
 	 * handle << 32 | GPU minor, or 0.  Allocations name the same parent
@@ -98,7 +107,7 @@ struct cgpu_client {
  */
 static DEFINE_MUTEX(cgpu_track_lock);
 /* client handle -> struct cgpu_client; readers of gpu_hint use RCU */
-static DEFINE_XARRAY(cgpu_clients);
+static DEFINE_HASHTABLE(cgpu_client_ht, 6);
 static struct kmem_cache *cgpu_obj_cache;
 static struct kmem_cache *cgpu_mem_cache;
 static struct kmem_cache *cgpu_dup_cache;
@@ -115,12 +124,132 @@ atomic_t cgpu_nr_umaps = ATOMIC_INIT(0);
 #define CGPU_MAP_MAX_BITS	24
 #define CGPU_MAP_LOAD		4
 
+/*
+ * A client's object table: 16 chains to start, doubled past eight objects
+ * a chain on average, halved under one (but never below 16).
+ */
+#define CGPU_OBJ_MIN_BITS	4
+#define CGPU_OBJ_MAX_BITS	22
+#define CGPU_OBJ_LOAD		8
+
+/*
+ * Takes cgpu_track_lock.  Uncontended, a trylock takes it without
+ * mutex_lock()'s voluntary preemption point, which under TCG cost more than
+ * all the bookkeeping done under the lock (kmod/README.md, Benchmark);
+ * contended, it sleeps as mutex_lock() does.  The calls it serves are
+ * short, and the sleeping path still reschedules.
+ */
+static void cgpu_track_lock_take(void)
+	__acquires(&cgpu_track_lock)
+{
+	if (!mutex_trylock(&cgpu_track_lock))
+		mutex_lock(&cgpu_track_lock);
+}
+
+static struct cgpu_client *cgpu_client_find(u32 h_client)
+{
+	struct cgpu_client *c;
+
+	hash_for_each_possible_rcu(cgpu_client_ht, c, hnode, h_client,
+				   lockdep_is_held(&cgpu_track_lock)) {
+		if (c->handle == h_client)
+			return c;
+	}
+	return NULL;
+}
+
+static struct cgpu_obj **cgpu_obj_chain(struct cgpu_client *c, u32 h)
+{
+	return &c->objs[hash_32(h, c->bits)];
+}
+
+static struct cgpu_obj *cgpu_obj_find(struct cgpu_client *c, u32 h)
+{
+	struct cgpu_obj *o;
+
+	lockdep_assert_held(&cgpu_track_lock);
+	if (!c->objs)
+		return NULL;
+	for (o = *cgpu_obj_chain(c, h); o; o = o->next) {
+		if (o->handle == h)
+			return o;
+	}
+	return NULL;
+}
+
+/* Rehashes c's objects into 1 << bits chains; on failure nothing changes. */
+static void cgpu_obj_resize(struct cgpu_client *c, u32 bits)
+{
+	struct cgpu_obj **old = c->objs, **tbl, *o, *next, **chain;
+	u32 old_bits = c->bits;
+	unsigned long i;
+
+	tbl = kvcalloc(1UL << bits, sizeof(*tbl), GFP_KERNEL);
+	if (!tbl)
+		return;
+	c->objs = tbl;
+	c->bits = bits;
+	for (i = 0; old && i < (1UL << old_bits); i++) {
+		for (o = old[i]; o; o = next) {
+			next = o->next;
+			chain = cgpu_obj_chain(c, o->handle);
+			o->next = *chain;
+			*chain = o;
+		}
+	}
+	kvfree(old);
+}
+
+/* Adds o (not in the table); -ENOMEM only when there is no table at all. */
+static int cgpu_obj_add(struct cgpu_client *c, struct cgpu_obj *o)
+{
+	struct cgpu_obj **chain;
+
+	lockdep_assert_held(&cgpu_track_lock);
+	if (!c->objs)
+		cgpu_obj_resize(c, CGPU_OBJ_MIN_BITS);
+	else if (c->nr >= (CGPU_OBJ_LOAD << c->bits) &&
+		 c->bits < CGPU_OBJ_MAX_BITS)
+		cgpu_obj_resize(c, c->bits + 1);	/* or longer chains */
+	if (!c->objs)
+		return -ENOMEM;
+	chain = cgpu_obj_chain(c, o->handle);
+	o->next = *chain;
+	*chain = o;
+	c->nr++;
+	return 0;
+}
+
+/* Unlinks o, which is in c's table. */
+static void cgpu_obj_unlink(struct cgpu_client *c, struct cgpu_obj *o)
+{
+	struct cgpu_obj **p;
+
+	lockdep_assert_held(&cgpu_track_lock);
+	for (p = cgpu_obj_chain(c, o->handle); *p; p = &(*p)->next) {
+		if (*p == o) {
+			*p = o->next;
+			o->next = NULL;
+			c->nr--;
+			return;
+		}
+	}
+	WARN_ON_ONCE(1);
+}
+
+/* After removals (never during a walk of the table). */
+static void cgpu_obj_shrink(struct cgpu_client *c)
+{
+	if (c->bits > CGPU_OBJ_MIN_BITS && c->nr < (1UL << c->bits))
+		cgpu_obj_resize(c, c->bits - 1);
+}
+
 static struct cgpu_client *cgpu_client_get(struct file *file, u32 h_client)
 {
 	struct cgpu_client *c;
 
 	lockdep_assert_held(&cgpu_track_lock);
-	c = xa_load(&cgpu_clients, h_client);
+	c = cgpu_client_find(h_client);
 	if (c) {
 		/*
 		 * RM only lets the owning fd use a client, so a call that
@@ -135,11 +264,7 @@ static struct cgpu_client *cgpu_client_get(struct file *file, u32 h_client)
 		return NULL;
 	c->handle = h_client;
 	c->file = file;
-	xa_init(&c->objs);
-	if (xa_err(xa_store(&cgpu_clients, h_client, c, GFP_KERNEL))) {
-		kfree(c);
-		return NULL;
-	}
+	hash_add_rcu(cgpu_client_ht, &c->hnode, h_client);
 	atomic_inc(&cgpu_nr_clients);
 	return c;
 }
@@ -149,7 +274,6 @@ static void cgpu_mem_put(struct cgpu_mem *m)
 {
 	struct cgpu_proc *p = m->proc;
 	struct cgpu_inst *inst = p->inst;
-	bool last_of_proc = false;
 	struct cgpu_proc *gone = NULL;
 
 	lockdep_assert_held(&cgpu_track_lock);
@@ -157,22 +281,24 @@ static void cgpu_mem_put(struct cgpu_mem *m)
 		return;
 	WARN_ON_ONCE(m->map_file);
 	spin_lock(&inst->lock);
-	inst->used -= m->size;
+	inst->used -= cgpu_charge_bytes(m->obj.pages);
 	inst->live_allocs--;
-	p->bytes -= m->size;
+	p->bytes -= cgpu_charge_bytes(m->obj.pages);
 	if (!--p->nr) {
-		list_del(&p->node);
 		inst->nr_procs--;
-		last_of_proc = true;
-		/* A process that frees its last allocation often makes another. */
-		if (inst->spare)
+		/*
+		 * An emptied entry stays listed, holding its reference, for
+		 * the process's next allocation or another process's first
+		 * (see cgpu_charge_commit()); a destroyed instance's go.
+		 */
+		if (inst->gone) {
+			list_del(&p->node);
 			gone = p;
-		else
-			inst->spare = p;
+		}
 	}
 	spin_unlock(&inst->lock);
-	kmem_cache_free(cgpu_mem_cache, m);
-	if (last_of_proc) {
+	cgpu_mem_release(m);
+	if (gone) {
 		kfree(gone);
 		cgpu_inst_put(inst);
 	}
@@ -210,15 +336,19 @@ static struct cgpu_mem *cgpu_obj_mem(struct cgpu_obj *o)
 
 static void cgpu_client_destroy(struct cgpu_client *c)
 {
-	struct cgpu_obj *o;
-	unsigned long idx;
+	struct cgpu_obj *o, *next;
+	unsigned long i;
 
 	lockdep_assert_held(&cgpu_track_lock);
-	/* Nobody else sees the xarray: free the records, then the tree. */
-	xa_for_each(&c->objs, idx, o)
-		cgpu_obj_free(o);
-	xa_destroy(&c->objs);
-	xa_erase(&cgpu_clients, c->handle);
+	/* Nobody else sees the table: free the records, then the table. */
+	for (i = 0; c->objs && i < (1UL << c->bits); i++) {
+		for (o = c->objs[i]; o; o = next) {
+			next = o->next;
+			cgpu_obj_free(o);
+		}
+	}
+	kvfree(c->objs);
+	hash_del_rcu(&c->hnode);
 	atomic_dec(&cgpu_nr_clients);
 	kfree_rcu(c, rcu);
 }
@@ -233,11 +363,16 @@ static void cgpu_hint_forget(struct cgpu_client *c, u32 h)
 /* Stores o at handle h; a stale object there (a free we missed) goes. */
 static int cgpu_obj_insert(struct cgpu_client *c, u32 h, struct cgpu_obj *o)
 {
-	struct cgpu_obj *old;
+	struct cgpu_obj *old = cgpu_obj_find(c, h);
+	int err;
 
-	old = xa_store(&c->objs, h, o, GFP_KERNEL);
-	if (xa_is_err(old))
-		return xa_err(old);
+	o->handle = h;
+	if (old)
+		cgpu_obj_unlink(c, old);
+	/* With old gone a table exists: this cannot fail then. */
+	err = cgpu_obj_add(c, o);
+	if (err)
+		return err;
 	if (old) {
 		cgpu_hint_forget(c, h);
 		cgpu_obj_free(old);
@@ -245,13 +380,26 @@ static int cgpu_obj_insert(struct cgpu_client *c, u32 h, struct cgpu_obj *o)
 	return 0;
 }
 
+/*
+ * One freed record is kept per CPU for the next allocation: a buffer freed
+ * soon after it was made (the common short-lived allocation) then costs no
+ * trip through the slab allocator, whose zeroing and freelist hardening
+ * cost more than the rest of the bookkeeping.  Every field is set before
+ * use.  The spares are freed at unload.
+ */
+static DEFINE_PER_CPU(struct cgpu_mem *, cgpu_mem_spare);
+
 struct cgpu_mem *cgpu_mem_alloc(void)
 {
-	return kmem_cache_alloc(cgpu_mem_cache, GFP_KERNEL);
+	struct cgpu_mem *m = this_cpu_xchg(cgpu_mem_spare, NULL);
+
+	return m ?: kmem_cache_alloc(cgpu_mem_cache, GFP_KERNEL);
 }
 
 void cgpu_mem_release(struct cgpu_mem *m)
 {
+	if (m)
+		m = this_cpu_xchg(cgpu_mem_spare, m);
 	if (m)
 		kmem_cache_free(cgpu_mem_cache, m);
 }
@@ -268,46 +416,52 @@ void cgpu_dup_release(struct cgpu_dup *d)
 }
 
 /*
- * Charges actual bytes to the current process in inst, turning a
- * reservation of reserved bytes into use.  May drop inst->lock to allocate
+ * Charges actual bytes (whole charge units, see cgpu_charge_round()) to the
+ * current process in inst, turning a reservation of reserved bytes into
+ * use.  May drop inst->lock to allocate
  * the process entry; -ENOMEM leaves everything as it was.
  */
 static int cgpu_charge_commit(struct cgpu_inst *inst, struct cgpu_mem *m,
 			      u64 reserved, u64 actual)
 {
-	struct cgpu_proc *p, *spare = NULL;
+	struct cgpu_proc *p, *empty = NULL, *fresh = NULL;
 	pid_t tgid = task_tgid_nr(current);
 
 	lockdep_assert_held(&cgpu_track_lock);
+	if (WARN_ON_ONCE(actual != cgpu_charge_round(actual)))
+		return -EINVAL;
 again:
 	spin_lock(&inst->lock);
 	list_for_each_entry(p, &inst->procs, node) {
 		if (p->tgid == tgid)
 			goto found;
+		if (!p->nr && !empty)
+			empty = p;
 	}
-	if (!spare && inst->spare) {
-		spare = inst->spare;
-		inst->spare = NULL;
+	if (empty) {
+		/* An emptied entry of a process done here: it holds a reference. */
+		p = empty;
+		p->tgid = tgid;
+		p->bytes = 0;
+		goto found;
 	}
-	if (!spare) {
+	if (!fresh) {
 		spin_unlock(&inst->lock);
-		spare = kzalloc(sizeof(*spare), GFP_KERNEL);
-		if (!spare)
+		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+		if (!fresh)
 			return -ENOMEM;
 		goto again;
 	}
-	p = spare;
-	spare = NULL;
+	p = fresh;
+	fresh = NULL;
 	p->tgid = tgid;
 	p->inst = inst;
-	p->nr = 0;
-	p->bytes = 0;
 	kref_get(&inst->ref);
 	/* The busiest process is looked for first. */
 	list_add(&p->node, &inst->procs);
-	inst->nr_procs++;
 found:
-	p->nr++;
+	if (!p->nr++)
+		inst->nr_procs++;
 	p->bytes += actual;
 	inst->reserved -= reserved;
 	inst->used += actual;
@@ -316,8 +470,8 @@ found:
 	inst->allocs++;
 	inst->live_allocs++;
 	spin_unlock(&inst->lock);
-	kfree(spare);
-	m->size = actual;
+	kfree(fresh);
+	m->obj.pages = actual >> CGPU_CHARGE_SHIFT;
 	m->proc = p;
 	return 0;
 }
@@ -341,7 +495,7 @@ int cgpu_track_mem(struct file *file, u32 h_client, u32 h_parent, u32 h_mem,
 	m->map_next = NULL;
 	m->map_file = NULL;
 	m->map_base = 0;
-	mutex_lock(&cgpu_track_lock);
+	cgpu_track_lock_take();
 	c = cgpu_client_get(file, h_client);
 	if (!c)
 		goto unlock;
@@ -351,7 +505,7 @@ int cgpu_track_mem(struct file *file, u32 h_client, u32 h_parent, u32 h_mem,
 	/* Nobody can see m before the lock goes: undo is an erase. */
 	err = cgpu_charge_commit(inst, m, reserved, actual);
 	if (err)
-		xa_erase(&c->objs, h_mem);
+		cgpu_obj_unlink(c, &m->obj);
 unlock:
 	mutex_unlock(&cgpu_track_lock);
 	return err;
@@ -367,9 +521,9 @@ struct cgpu_mem *cgpu_track_pin(u32 h_client, u32 h)
 	struct cgpu_client *c;
 	struct cgpu_mem *m;
 
-	mutex_lock(&cgpu_track_lock);
-	c = xa_load(&cgpu_clients, h_client);
-	m = c ? cgpu_obj_mem(xa_load(&c->objs, h)) : NULL;
+	cgpu_track_lock_take();
+	c = cgpu_client_find(h_client);
+	m = c ? cgpu_obj_mem(cgpu_obj_find(c, h)) : NULL;
 	if (m) {
 		if (m->obj.refs == U16_MAX)
 			m = ERR_PTR(-EMLINK);
@@ -382,7 +536,7 @@ struct cgpu_mem *cgpu_track_pin(u32 h_client, u32 h)
 
 void cgpu_track_unpin(struct cgpu_mem *m)
 {
-	mutex_lock(&cgpu_track_lock);
+	cgpu_track_lock_take();
 	cgpu_mem_put(m);
 	mutex_unlock(&cgpu_track_lock);
 }
@@ -402,7 +556,7 @@ int cgpu_track_dup(struct file *file, u32 h_client, u32 h_parent, u32 h_new,
 	d->obj.flags = 0;
 	d->obj.gpu = CGPU_NO_GPU;
 	d->mem = m;
-	mutex_lock(&cgpu_track_lock);
+	cgpu_track_lock_take();
 	dst = cgpu_client_get(file, h_client);
 	if (dst)
 		err = cgpu_obj_insert(dst, h_new, &d->obj);
@@ -417,7 +571,7 @@ void cgpu_track_object(struct file *file, u32 h_client, u32 h_parent,
 	struct cgpu_client *c;
 	struct cgpu_obj *o, *po;
 
-	mutex_lock(&cgpu_track_lock);
+	cgpu_track_lock_take();
 	c = cgpu_client_get(file, cls == NVA_CLASS_ROOT_CLIENT ? h_new : h_client);
 	if (!c || cls == NVA_CLASS_ROOT_CLIENT)
 		goto unlock;
@@ -430,7 +584,7 @@ void cgpu_track_object(struct file *file, u32 h_client, u32 h_parent,
 		o->gpu = cgpu_nv_minor_of_device(device_id);
 	} else {
 		o->type = CGPU_OBJ_SUBDEVICE;
-		po = xa_load(&c->objs, h_parent);
+		po = cgpu_obj_find(c, h_parent);
 		o->gpu = po && (po->type == CGPU_OBJ_DEVICE ||
 				po->type == CGPU_OBJ_SUBDEVICE) ?
 			 po->gpu : CGPU_NO_GPU;
@@ -450,16 +604,16 @@ u32 cgpu_track_gpu_of(u32 h_client, u32 h)
 	u64 hint = 0;
 
 	rcu_read_lock();
-	c = xa_load(&cgpu_clients, h_client);
+	c = cgpu_client_find(h_client);
 	if (c)
 		hint = READ_ONCE(c->gpu_hint);
 	rcu_read_unlock();
 	if (h && hint >> 32 == h)
 		return (u16)hint;
 
-	mutex_lock(&cgpu_track_lock);
-	c = xa_load(&cgpu_clients, h_client);
-	o = c ? xa_load(&c->objs, h) : NULL;
+	cgpu_track_lock_take();
+	c = cgpu_client_find(h_client);
+	o = c ? cgpu_obj_find(c, h) : NULL;
 	if (o && (o->type == CGPU_OBJ_DEVICE || o->type == CGPU_OBJ_SUBDEVICE)) {
 		gpu = o->gpu;
 		WRITE_ONCE(c->gpu_hint, (u64)h << 32 | gpu);
@@ -479,7 +633,7 @@ static bool cgpu_descends(struct cgpu_client *c, struct cgpu_obj *o, u32 h)
 			return true;
 		if (p == c->handle)
 			return false;
-		o = xa_load(&c->objs, p);
+		o = cgpu_obj_find(c, p);
 		if (!o)
 			return false;
 		p = o->parent;
@@ -490,42 +644,58 @@ static bool cgpu_descends(struct cgpu_client *c, struct cgpu_obj *o, u32 h)
 /* RM_FREE (or VID_HEAP FREE) of (h_client, h) succeeded. */
 void cgpu_track_free(u32 h_client, u32 h)
 {
+	struct cgpu_obj *o, *it, **p;
 	struct cgpu_client *c;
-	struct cgpu_obj *o, *it;
-	unsigned long idx;
+	unsigned long i;
 
-	mutex_lock(&cgpu_track_lock);
-	c = xa_load(&cgpu_clients, h_client);
+	/* Most frees by untracked clients are decided without the lock. */
+	rcu_read_lock();
+	c = cgpu_client_find(h_client);
+	rcu_read_unlock();
+	if (!c)
+		return;
+
+	cgpu_track_lock_take();
+	c = cgpu_client_find(h_client);
 	if (!c)
 		goto unlock;
 	if (h == h_client) {
 		cgpu_client_destroy(c);
 		goto unlock;
 	}
-	o = xa_load(&c->objs, h);
+	o = cgpu_obj_find(c, h);
 	if (!o || (o->type != CGPU_OBJ_MEMORY && o->type != CGPU_OBJ_DUP)) {
 		/* Parents go: no hint may name one of them (it is one slot). */
 		WRITE_ONCE(c->gpu_hint, 0);
 		/*
 		 * A parent goes with everything under it, including memory
 		 * below a parent made before we were watching (h unknown).
-		 * Mark first, erase after: the walk needs the tree intact.
+		 * Mark first, unlink after: the walk needs the tree intact.
 		 */
-		xa_for_each(&c->objs, idx, it) {
-			if (it != o && cgpu_descends(c, it, h))
-				it->flags |= CGPU_OBJ_DOOMED;
+		for (i = 0; c->objs && i < (1UL << c->bits); i++) {
+			for (it = c->objs[i]; it; it = it->next) {
+				if (it != o && cgpu_descends(c, it, h))
+					it->flags |= CGPU_OBJ_DOOMED;
+			}
 		}
-		xa_for_each(&c->objs, idx, it) {
-			if (it->flags & CGPU_OBJ_DOOMED) {
-				xa_erase(&c->objs, idx);
+		for (i = 0; c->objs && i < (1UL << c->bits); i++) {
+			for (p = &c->objs[i]; *p;) {
+				it = *p;
+				if (!(it->flags & CGPU_OBJ_DOOMED)) {
+					p = &it->next;
+					continue;
+				}
+				*p = it->next;
+				c->nr--;
 				cgpu_obj_free(it);
 			}
 		}
 	}
 	if (o) {
-		xa_erase(&c->objs, h);
+		cgpu_obj_unlink(c, o);
 		cgpu_obj_free(o);
 	}
+	cgpu_obj_shrink(c);
 unlock:
 	mutex_unlock(&cgpu_track_lock);
 }
@@ -664,7 +834,7 @@ bool cgpu_track_uvm_map(struct file *file, u64 base, struct cgpu_mem *m,
 {
 	bool used = false;
 
-	mutex_lock(&cgpu_track_lock);
+	cgpu_track_lock_take();
 	cgpu_umap_drop_locked(file, false, base);
 	if (!m->map_file) {
 		cgpu_map_insert(m, file, base);
@@ -689,7 +859,7 @@ bool cgpu_track_uvm_map(struct file *file, u64 base, struct cgpu_mem *m,
  */
 void cgpu_track_uvm_unmap(struct file *file, bool all, u64 base)
 {
-	mutex_lock(&cgpu_track_lock);
+	cgpu_track_lock_take();
 	cgpu_umap_drop_locked(file, all, base);
 	mutex_unlock(&cgpu_track_lock);
 }
@@ -698,10 +868,11 @@ void cgpu_track_uvm_unmap(struct file *file, bool all, u64 base)
 void cgpu_track_file_closed(struct file *file)
 {
 	struct cgpu_client *c;
-	unsigned long idx;
+	struct hlist_node *tmp;
+	int bkt;
 
-	mutex_lock(&cgpu_track_lock);
-	xa_for_each(&cgpu_clients, idx, c) {
+	cgpu_track_lock_take();
+	hash_for_each_safe(cgpu_client_ht, bkt, tmp, c, hnode) {
 		if (c->file == file)
 			cgpu_client_destroy(c);
 	}
@@ -729,16 +900,21 @@ int cgpu_track_init(void)
 void cgpu_track_exit(void)
 {
 	struct cgpu_client *c;
-	unsigned long idx;
+	struct hlist_node *tmp;
+	int bkt, cpu;
 
-	mutex_lock(&cgpu_track_lock);
-	xa_for_each(&cgpu_clients, idx, c)
+	cgpu_track_lock_take();
+	hash_for_each_safe(cgpu_client_ht, bkt, tmp, c, hnode)
 		cgpu_client_destroy(c);
 	WARN_ON(cgpu_map_nr || !list_empty(&cgpu_umaps));
 	kvfree(cgpu_map_ht);
 	cgpu_map_ht = NULL;
 	mutex_unlock(&cgpu_track_lock);
-	xa_destroy(&cgpu_clients);
+	for_each_possible_cpu(cpu) {
+		if (per_cpu(cgpu_mem_spare, cpu))
+			kmem_cache_free(cgpu_mem_cache, per_cpu(cgpu_mem_spare, cpu));
+		per_cpu(cgpu_mem_spare, cpu) = NULL;
+	}
 	kmem_cache_destroy(cgpu_obj_cache);
 	kmem_cache_destroy(cgpu_mem_cache);
 	kmem_cache_destroy(cgpu_dup_cache);
