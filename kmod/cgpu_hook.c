@@ -20,12 +20,16 @@
  * inspects or refuses around it.  Symbols are resolved with a disabled
  * kprobe ("module:symbol"; kallsyms_lookup_name is not exported) and each
  * address is checked to be that symbol's first byte in the target module.
- * Hooks go in when a target module comes (module notifier, or at our load
- * when it is already there) and come out when it goes.
+ * Symbols are resolved when a target module comes (module notifier, or at
+ * our load when it is already there) and forgotten when it goes.  The
+ * ftrace ops are registered ("armed") only while something is attached or
+ * tracked: the first attachment arms them before it is visible, and a work
+ * item disarms them once nothing is attached or tracked any more, so that
+ * a node without slices runs the driver's functions untouched.
  *
- * While nothing is attached and nothing tracked (cgpu_hooks_idle()), the
- * callback does not redirect at all: the driver's function runs as if
- * unhooked, behind one trampoline and a few loads.  Otherwise the nvidia.ko
+ * Armed but idle (cgpu_hooks_idle(): the moment before the work runs), the
+ * callback does not redirect at all: the driver's function runs behind one
+ * trampoline and a few loads.  Otherwise the nvidia.ko
  * ioctl hook asks cgpu_nv_ioctl_wanted() first, from the arguments ftrace
  * saved, so that escapes and controls cgpu would only pass on take no
  * detour either.  The callback needs no saved registers (the ftrace_regs of
@@ -55,6 +59,7 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/workqueue.h>
 
 #include "cgpu_priv.h"
 
@@ -123,6 +128,7 @@ static int cgpu_hook_nv_close(struct inode *inode, struct file *f)
 {
 	int ret = cgpu_nv_close(inode, f);
 
+	cgpu_hooks_maybe_disarm();
 	cgpu_hook_exit();
 	return ret;
 }
@@ -148,6 +154,7 @@ static int cgpu_hook_uvm_release(struct inode *inode, struct file *f)
 {
 	int ret = cgpu_uvm_release(inode, f);
 
+	cgpu_hooks_maybe_disarm();
 	cgpu_hook_exit();
 	return ret;
 }
@@ -172,6 +179,8 @@ static struct cgpu_target cgpu_targets[] = {
 
 /* Serialises installing and removing hooks (our load, notifier, unload). */
 static DEFINE_MUTEX(cgpu_hook_lock);
+/* Hooks registered (for targets present and to come); under the lock. */
+static bool cgpu_armed;
 
 static void notrace cgpu_ftrace_cb(unsigned long ip, unsigned long parent_ip,
 				   struct ftrace_ops *ops,
@@ -180,7 +189,8 @@ static void notrace cgpu_ftrace_cb(unsigned long ip, unsigned long parent_ip,
 	struct cgpu_hook *h = container_of(ops, struct cgpu_hook, ops);
 
 	/* Our own call of the original at its entry (IBT kernels only). */
-	if (within_module(parent_ip, THIS_MODULE))
+	if (IS_ENABLED(CONFIG_X86_KERNEL_IBT) &&
+	    within_module(parent_ip, THIS_MODULE))
 		return;
 	if (cgpu_hooks_idle())
 		return;
@@ -252,7 +262,8 @@ out:
 	return err;
 }
 
-static int cgpu_hook_install(struct cgpu_hook *h, const char *modname)
+/* Finds h's function in modname and where the wrapper calls it. */
+static int cgpu_hook_resolve(struct cgpu_hook *h, const char *modname)
 {
 	unsigned long addr, start;
 	int err;
@@ -270,6 +281,13 @@ static int cgpu_hook_install(struct cgpu_hook *h, const char *modname)
 		*h->orig = (void *)start;
 	else
 		*h->orig = (void *)(addr + MCOUNT_INSN_SIZE);
+	h->addr = addr;
+	return 0;
+}
+
+static int cgpu_hook_register(struct cgpu_hook *h)
+{
+	int err;
 
 	memset(&h->ops, 0, sizeof(h->ops));
 	h->ops.func = cgpu_ftrace_cb;
@@ -280,7 +298,7 @@ static int cgpu_hook_install(struct cgpu_hook *h, const char *modname)
 	h->ops.flags = FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_PERMANENT;
 	if (!IS_ENABLED(CONFIG_HAVE_DYNAMIC_FTRACE_WITH_ARGS))
 		h->ops.flags |= FTRACE_OPS_FL_SAVE_REGS;
-	err = ftrace_set_filter_ip(&h->ops, addr, 0, 0);
+	err = ftrace_set_filter_ip(&h->ops, h->addr, 0, 0);
 	if (err)
 		return err;
 	err = register_ftrace_function(&h->ops);
@@ -288,12 +306,11 @@ static int cgpu_hook_install(struct cgpu_hook *h, const char *modname)
 		ftrace_free_filter(&h->ops);
 		return err;
 	}
-	h->addr = addr;
 	h->on = true;
 	return 0;
 }
 
-static void cgpu_hook_remove(struct cgpu_hook *h)
+static void cgpu_hook_unregister(struct cgpu_hook *h)
 {
 	if (!h->on)
 		return;
@@ -303,20 +320,42 @@ static void cgpu_hook_remove(struct cgpu_hook *h)
 	h->on = false;
 }
 
-static void cgpu_target_remove(struct cgpu_target *t)
+static void cgpu_target_unregister(struct cgpu_target *t)
 {
 	unsigned int i;
 
+	for (i = 0; i < t->nr_hooks; i++)
+		cgpu_hook_unregister(&t->hooks[i]);
+}
+
+/* All of a resolved target's hooks or none. */
+static int cgpu_target_register(struct cgpu_target *t)
+{
+	unsigned int i;
+	int err = 0;
+
+	lockdep_assert_held(&cgpu_hook_lock);
+	for (i = 0; i < t->nr_hooks && !err; i++)
+		err = cgpu_hook_register(&t->hooks[i]);
+	if (err) {
+		cgpu_target_unregister(t);
+		pr_err("cannot hook %s in %s (%d): its calls are not limited\n",
+		       t->what, t->modname, err);
+	}
+	return err;
+}
+
+static void cgpu_target_remove(struct cgpu_target *t)
+{
 	lockdep_assert_held(&cgpu_hook_lock);
 	if (!t->modname[0])
 		return;
-	for (i = 0; i < t->nr_hooks; i++)
-		cgpu_hook_remove(&t->hooks[i]);
+	cgpu_target_unregister(t);
 	pr_info("%s hooks removed from %s\n", t->what, t->modname);
 	t->modname[0] = '\0';
 }
 
-/* All of a target's hooks or none. */
+/* Resolves a target that came; hooks it at once when armed. */
 static int cgpu_target_install(struct cgpu_target *t, const char *modname)
 {
 	unsigned int i;
@@ -324,17 +363,105 @@ static int cgpu_target_install(struct cgpu_target *t, const char *modname)
 
 	lockdep_assert_held(&cgpu_hook_lock);
 	for (i = 0; i < t->nr_hooks && !err; i++)
-		err = cgpu_hook_install(&t->hooks[i], modname);
+		err = cgpu_hook_resolve(&t->hooks[i], modname);
 	if (err) {
-		while (i--)
-			cgpu_hook_remove(&t->hooks[i]);
 		pr_err("cannot hook %s in %s (%d): its calls are not limited\n",
 		       t->what, modname, err);
 		return err;
 	}
 	strscpy(t->modname, modname, sizeof(t->modname));
-	pr_info("%s hooks installed in %s\n", t->what, modname);
+	if (cgpu_armed && cgpu_target_register(t)) {
+		t->modname[0] = '\0';
+		return -EIO;
+	}
+	pr_info("%s hooks %s in %s\n", t->what,
+		cgpu_armed ? "installed" : "ready", modname);
 	return 0;
+}
+
+/*
+ * Arms the hooks of every present target (and of targets that come later),
+ * before the first attachment is made visible.  Called under cgpu_ctl_lock.
+ */
+int cgpu_hooks_arm(void)
+{
+	struct cgpu_target *t;
+	int err = 0;
+
+	lockdep_assert_held(&cgpu_ctl_lock);
+	mutex_lock(&cgpu_hook_lock);
+	if (cgpu_armed)
+		goto unlock;
+	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++) {
+		if (t->modname[0]) {
+			err = cgpu_target_register(t);
+			if (err)
+				break;
+		}
+	}
+	if (err) {
+		while (t-- > cgpu_targets)
+			cgpu_target_unregister(t);
+		goto unlock;
+	}
+	cgpu_armed = true;
+	pr_info("hooks armed\n");
+unlock:
+	mutex_unlock(&cgpu_hook_lock);
+	return err;
+}
+
+static long cgpu_inflight_sum(void)
+{
+	long inflight = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		inflight += per_cpu(cgpu_inflight, cpu);
+	return inflight;
+}
+
+/*
+ * Nothing attached and nothing tracked: the hooks come out, so that a node
+ * where no container has a slice runs the driver exactly as without cgpu.
+ * cgpu_ctl_lock keeps attachments from coming meanwhile; a call redirected
+ * before may still create tracking, so once the hooks are out and every
+ * such call has returned, idleness is checked again and the hooks go back
+ * in if it no longer holds.
+ */
+static void cgpu_disarm_fn(struct work_struct *work)
+{
+	struct cgpu_target *t;
+
+	mutex_lock(&cgpu_ctl_lock);
+	mutex_lock(&cgpu_hook_lock);
+	if (!cgpu_armed || !cgpu_hooks_idle())
+		goto unlock;
+	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++)
+		cgpu_target_unregister(t);
+	while (cgpu_inflight_sum())
+		msleep(20);
+	if (cgpu_hooks_idle()) {
+		cgpu_armed = false;
+		pr_info("hooks disarmed: nothing attached or tracked\n");
+		goto unlock;
+	}
+	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++) {
+		if (t->modname[0])
+			cgpu_target_register(t);
+	}
+unlock:
+	mutex_unlock(&cgpu_hook_lock);
+	mutex_unlock(&cgpu_ctl_lock);
+}
+
+static DECLARE_WORK(cgpu_disarm_work, cgpu_disarm_fn);
+
+/* After an attachment or tracked object went: disarm soon if idle. */
+void cgpu_hooks_maybe_disarm(void)
+{
+	if (cgpu_hooks_idle() && READ_ONCE(cgpu_armed))
+		schedule_work(&cgpu_disarm_work);
 }
 
 /* Is name one of the comma-separated list? */
@@ -397,6 +524,7 @@ void cgpu_hooks_show(struct seq_file *m)
 	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++)
 		seq_printf(m, "%s: %s\n", t->what,
 			   t->modname[0] ? t->modname : "-");
+	seq_printf(m, "armed: %s\n", cgpu_armed ? "yes" : "no");
 	mutex_unlock(&cgpu_hook_lock);
 }
 
@@ -437,24 +565,17 @@ int cgpu_hooks_init(void)
 void cgpu_hooks_exit(void)
 {
 	struct cgpu_target *t;
-	long inflight;
-	int cpu;
 
 	unregister_module_notifier(&cgpu_module_nb);
+	cancel_work_sync(&cgpu_disarm_work);
 	mutex_lock(&cgpu_hook_lock);
 	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++)
 		cgpu_target_remove(t);
 	mutex_unlock(&cgpu_hook_lock);
 	/* Tasks between the trampoline and our count are past it now. */
 	synchronize_rcu_tasks();
-	for (;;) {
-		inflight = 0;
-		for_each_possible_cpu(cpu)
-			inflight += per_cpu(cgpu_inflight, cpu);
-		if (!inflight)
-			break;
+	while (cgpu_inflight_sum())
 		msleep(20);
-	}
 	/* And those preempted between the uncount and their return. */
 	synchronize_rcu_tasks();
 }

@@ -178,6 +178,7 @@ static void cgpu_attach_remove(struct cgpu_binding *a)
 	list_del(&a->inode);
 	a->inst->nr_attaches--;
 	static_branch_dec(&cgpu_attached_key);
+	cgpu_hooks_maybe_disarm();
 	/*
 	 * Readers may still hold a: it goes after a grace period.  Its
 	 * instance reference goes now (the instance itself is freed with
@@ -277,6 +278,10 @@ int cgpu_inst_attach(u64 id, u64 cgid)
 			goto unlock;
 		}
 	}
+	/* The hooks are in before anyone can be found attached. */
+	err = cgpu_hooks_arm();
+	if (err)
+		goto unlock;
 	a->cgid = cgid;
 	a->inst = inst;
 	kref_get(&inst->ref);

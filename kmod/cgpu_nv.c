@@ -777,17 +777,22 @@ static long cgpu_nv_dispatch(struct file *f, unsigned int cmd, unsigned long arg
  */
 bool notrace cgpu_nv_ioctl_wanted(unsigned int cmd, unsigned long arg)
 {
+	u32 __user *uctl;
 	u32 ctl;
+	int err;
 
 	switch (_IOC_NR(cmd)) {
 	case NVA_ESC_RM_CONTROL:
 		if (_IOC_SIZE(cmd) != sizeof(struct nva_os54_control))
 			return false;
-		if (copy_from_user_nofault(&ctl, (void __user *)arg +
-					   offsetof(struct nva_os54_control, cmd),
-					   sizeof(ctl)))
+		uctl = (u32 __user *)(arg + offsetof(struct nva_os54_control, cmd));
+		if (!access_ok(uctl, sizeof(*uctl)))
 			return true;
-		return cgpu_nv_control_ours(ctl);
+		/* One load; a fault is fixed up, not handled (no sleep). */
+		pagefault_disable();
+		err = __get_user(ctl, uctl);
+		pagefault_enable();
+		return err || cgpu_nv_control_ours(ctl);
 	case NVA_ESC_RM_ALLOC:
 	case NVA_ESC_RM_FREE:
 	case NVA_ESC_RM_DUP_OBJECT:

@@ -211,6 +211,8 @@ static inline bool cgpu_hooks_idle(void)
 /* cgpu_hook.c */
 struct seq_file;
 int cgpu_hooks_init(void);
+int cgpu_hooks_arm(void);
+void cgpu_hooks_maybe_disarm(void);
 void cgpu_hooks_show(struct seq_file *m);
 void cgpu_hooks_exit(void);
 

@@ -8,7 +8,8 @@ adm version
 assert_eq "abi=1.0 max_inst=20 name_len=64" "$adm_out" "version"
 assert_eq "1.0.0" "$(cat /proc/cgpu_km/version)" "/proc/cgpu_km/version"
 assert_eq "nvidia: nvmock
-nvidia-uvm: nvmock" "$(cat /proc/cgpu_km/hooks)" "hooks"
+nvidia-uvm: nvmock
+armed: no" "$(cat /proc/cgpu_km/hooks)" "hooks ready, not armed (nothing attached)"
 
 adm create t1 --gpu 0 --mem 1G
 id1=$adm_out

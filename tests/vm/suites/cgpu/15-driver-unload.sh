@@ -14,11 +14,13 @@ instance t1 0 1M t_a
 fc_in t_a 2 alloc 1M alloc 64K
 rmmod nvmock || fail "rmmod nvmock under cgpu"
 assert_eq "nvidia: -
-nvidia-uvm: -" "$(cat /proc/cgpu_km/hooks)" "hooks removed"
+nvidia-uvm: -
+armed: yes" "$(cat /proc/cgpu_km/hooks)" "hooks removed"
 assert_eq 1 "$(cgpuadm list | grep -c '^id=')" "the instance survives"
 insmod "$CGPU_MODULES/nvmock.ko" num_gpus=1 mem_mib=2048 || fail "insmod nvmock"
 assert_eq "nvidia: nvmock
-nvidia-uvm: nvmock" "$(cat /proc/cgpu_km/hooks)" "hooks back"
+nvidia-uvm: nvmock
+armed: yes" "$(cat /proc/cgpu_km/hooks)" "hooks back"
 fc_in t_a 2 alloc 1M alloc 64K meminfo
 assert_eq "$MIB" "$(val total '^meminfo')" "virtualised again"
 fc_in - 0 meminfo
