@@ -357,12 +357,16 @@ static long cgpu_nv_alloc(struct cgpu_call *c)
 	} u;
 	bool is64 = c->size == sizeof(struct nva_os64_alloc);
 	struct cgpu_memreq r = { .outcome = cgpu_nv_alloc_outcome };
-	struct nva_memory_alloc_params p;
 	u32 cls, device_id = 0, status;
 	struct cgpu_inst *inst;
 	long ret;
 
-	if (cgpu_nv_read_alloc(c, &u, is64))
+	/*
+	 * hRoot..pAllocParms lead both forms; only they are read now (under
+	 * TCG a user copy costs by the byte, and this is the hot path).
+	 */
+	if (copy_from_user(&u, c->uarg,
+			   offsetof(struct nva_os21_alloc, params_size)))
 		return -EFAULT;
 	cls = u.a21.h_class;
 	r.h_root = u.a21.h_root;
@@ -380,15 +384,15 @@ static long cgpu_nv_alloc(struct cgpu_call *c)
 			return cgpu_nv_orig(c);
 		/* size and attr sit at the same offsets in the 120 and 128 B forms */
 		if (!r.uparams ||
-		    copy_from_user(&p, r.uparams,
-				   offsetof(struct nva_memory_alloc_params, alignment))) {
+		    get_user(r.size, (u64 __user *)(r.uparams +
+			     offsetof(struct nva_memory_alloc_params, size))) ||
+		    get_user(r.attr, (u32 __user *)(r.uparams +
+			     offsetof(struct nva_memory_alloc_params, attr)))) {
 			cgpu_inst_put(inst);
 			return cgpu_nv_refuse(c, r.status_off,
 					      r.uparams ? CGPU_NV_ERR_INVALID_POINTER :
 							  NVA_ERR_INVALID_ARGUMENT);
 		}
-		r.size = p.size;
-		r.attr = p.attr;
 		return cgpu_nv_vidmem(c, &r, inst);
 	case NVA_CLASS_ROOT:
 	case NVA_CLASS_ROOT_NON_PRIV:
@@ -421,16 +425,17 @@ static long cgpu_nv_alloc(struct cgpu_call *c)
 /* NV_ESC_RM_FREE [10.3]: credit what went with the object. */
 static long cgpu_nv_free(struct cgpu_call *c)
 {
-	struct nva_os00_free p, q;
+	struct nva_os00_free p;
+	u32 status;
 	long ret;
 
 	if (copy_from_user(&p, c->uarg, sizeof(p)))
 		return -EFAULT;
 	ret = cgpu_nv_orig(c);
-	if (!ret && !copy_from_user(&q, c->uarg, sizeof(q)) &&
-	    q.status == NVA_OK) {
+	if (!ret && !get_user(status, (u32 __user *)(c->uarg +
+				offsetof(struct nva_os00_free, status))) &&
+	    status == NVA_OK)
 		cgpu_track_free(p.h_root, p.h_object_old);
-	}
 	return ret;
 }
 

@@ -140,7 +140,6 @@ atomic_t cgpu_nr_umaps = ATOMIC_INIT(0);
  * short, and the sleeping path still reschedules.
  */
 static void cgpu_track_lock_take(void)
-	__acquires(&cgpu_track_lock)
 {
 	if (!mutex_trylock(&cgpu_track_lock))
 		mutex_lock(&cgpu_track_lock);
@@ -298,10 +297,10 @@ static void cgpu_mem_put(struct cgpu_mem *m)
 	}
 	spin_unlock(&inst->lock);
 	cgpu_mem_release(m);
-	if (gone) {
-		kfree(gone);
-		cgpu_inst_put(inst);
-	}
+	if (!gone)
+		return;
+	kfree(gone);
+	cgpu_inst_put(inst);
 }
 
 static void cgpu_obj_free(struct cgpu_obj *o)
