@@ -384,20 +384,24 @@ static int cgpu_obj_insert(struct cgpu_client *c, u32 h, struct cgpu_obj *o)
  * soon after it was made (the common short-lived allocation) then costs no
  * trip through the slab allocator, whose zeroing and freelist hardening
  * cost more than the rest of the bookkeeping.  Every field is set before
- * use.  The spares are freed at unload.
+ * use.  The spares are freed at unload.  Not under KASAN: there every
+ * record goes back to the slab, so that a use after free is reported.
  */
+#define CGPU_MEM_SPARE	(!IS_ENABLED(CONFIG_KASAN))
 static DEFINE_PER_CPU(struct cgpu_mem *, cgpu_mem_spare);
 
 struct cgpu_mem *cgpu_mem_alloc(void)
 {
-	struct cgpu_mem *m = this_cpu_xchg(cgpu_mem_spare, NULL);
+	struct cgpu_mem *m = NULL;
 
+	if (CGPU_MEM_SPARE)
+		m = this_cpu_xchg(cgpu_mem_spare, NULL);
 	return m ?: kmem_cache_alloc(cgpu_mem_cache, GFP_KERNEL);
 }
 
 void cgpu_mem_release(struct cgpu_mem *m)
 {
-	if (m)
+	if (m && CGPU_MEM_SPARE)
 		m = this_cpu_xchg(cgpu_mem_spare, m);
 	if (m)
 		kmem_cache_free(cgpu_mem_cache, m);
