@@ -139,18 +139,73 @@ result() { # KIND NAME DETAIL
 	esac
 }
 
+# kmsg TEXT: a line through the kernel log.  The kernel prints its console
+# by polling the UART, so this gets out even when a tty writer is stuck.
+kmsg() { echo "$*" >/dev/kmsg; }
+
+# stuck_guard NAME TIMEOUT (in the background while a test runs): a test
+# still running CGPU_STUCK_GRACE seconds past its timeout has a task the
+# KILL could not end, or output that cannot reach the console; its pipe
+# never closes and the run would wait for ever.  Report what the CPUs and
+# the blocked tasks are doing (sysrq l and w) through the kernel log, fail
+# the test and stop the guest: the host then reports the crash.
+stuck_guard() {
+	local g=${CGPU_STUCK_GRACE:-60}
+	sleep $(($2 + g))
+	dmesg -n 8
+	kmsg "vm: $1 still running $g s past its ${2}s timeout: stuck"
+	echo l >/proc/sysrq-trigger
+	echo w >/proc/sysrq-trigger
+	ps -o pid,ppid,stat,args 2>/dev/null | while IFS= read -r l; do kmsg "ps| $l"; done
+	kmsg "vm: console: $(grep '^0:' /proc/tty/driver/serial 2>/dev/null)"
+	# A bare line, as the host counts results from the line start.
+	echo N >/sys/module/printk/parameters/time 2>/dev/null
+	kmsg "--- FAIL: $1 (stuck past its ${2}s timeout; sysrq l and w above)"
+	sync
+	poweroff -f
+}
+
+# console_tx: characters the serial console has sent.
+console_tx() {
+	sed -n 's/^0:.* tx:\([0-9]*\).*/\1/p' /proc/tty/driver/serial 2>/dev/null
+}
+
+# console_watch (in the background while the suites run): a task asleep in
+# a tty write while the serial console has sent nothing for 10 s looks like
+# a lost transmit interrupt of the emulated UART (twice on the debug kernel
+# the console stopped mid-output for good).  A line through the kernel log
+# makes the console driver turn the UART's transmit interrupt off and on,
+# which raises it again.  The line says so, so a run shows it.
+console_watch() {
+	local tx last_tx= kicked=0
+	while sleep 10; do
+		tx=$(console_tx)
+		[ -n "$tx" ] || return 0
+		if [ "$tx" != "$last_tx" ]; then
+			kicked=0
+		elif [ "$kicked" = 0 ] && grep -qs n_tty_write /proc/[0-9]*/stack; then
+			echo "<0>vm: the console sent nothing for 10 s with a writer waiting: restarting it" >/dev/kmsg
+			kicked=1
+		fi
+		last_tx=$tx
+	done
+}
+
 run_test() { # SUITE FILE
-	local name t start rc dur reason
+	local name t start rc dur reason guard
 	name="$1/$(basename "$2" .sh)"
 	t=$(test_timeout "$2")
 	echo "=== RUN   $name"
 	rm -f /tmp/test.rc /tmp/test.skip /tmp/test.out
 	start=$(uptime_cs)
+	stuck_guard "$name" "$t" &
+	guard=$!
 	(
 		cd /tmp || exit 1
 		CGPU_SKIP_FILE=/tmp/test.skip timeout -s KILL "$t" "$2" </dev/null 2>&1
 		echo $? >/tmp/test.rc
 	) | tee /tmp/test.out | sed 's/^/    /'
+	kill "$guard" 2>/dev/null
 	dur=$(elapsed "$start")
 	rc=$(cat /tmp/test.rc 2>/dev/null || echo 1)
 	if ! klog_check "after $name"; then
@@ -173,7 +228,9 @@ run_test() { # SUITE FILE
 }
 
 run_suites() {
-	local s f ran
+	local s f ran watch
+	console_watch &
+	watch=$!
 	for s in $CGPU_SUITES; do
 		ran=0
 		for f in "$CGPU/suites/$s"/*.sh; do
@@ -185,6 +242,7 @@ run_suites() {
 		done
 		[ "$ran" = 1 ] || echo "vm: suite $s has no executable *.sh test"
 	done
+	kill "$watch" 2>/dev/null
 	if [ "$CGPU_KMEMLEAK" = 1 ]; then
 		echo "=== RUN   kernel/kmemleak"
 		local start
