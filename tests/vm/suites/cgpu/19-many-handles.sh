@@ -11,6 +11,7 @@
 
 N=600
 HOLD_WAIT=2400 # deciseconds for hold_in: 2100 calls in the second holder
+HOLD_QUIET=1   # 1500 lines of output: the count and the last lines
 instance t1 0 1G t_a
 args=
 i=0
