@@ -179,7 +179,10 @@ static struct cgpu_target cgpu_targets[] = {
 
 /* Serialises installing and removing hooks (our load, notifier, unload). */
 static DEFINE_MUTEX(cgpu_hook_lock);
-/* Hooks registered (for targets present and to come); under the lock. */
+/*
+ * Hooks registered (for targets present and to come); written under the
+ * lock, read without it by cgpu_hooks_maybe_disarm().
+ */
 static bool cgpu_armed;
 
 static void notrace cgpu_ftrace_cb(unsigned long ip, unsigned long parent_ip,
@@ -404,7 +407,7 @@ int cgpu_hooks_arm(void)
 			cgpu_target_unregister(t);
 		goto unlock;
 	}
-	cgpu_armed = true;
+	WRITE_ONCE(cgpu_armed, true);
 	pr_info("hooks armed\n");
 unlock:
 	mutex_unlock(&cgpu_hook_lock);
@@ -442,7 +445,7 @@ static void cgpu_disarm_fn(struct work_struct *work)
 	while (cgpu_inflight_sum())
 		msleep(20);
 	if (cgpu_hooks_idle()) {
-		cgpu_armed = false;
+		WRITE_ONCE(cgpu_armed, false);
 		pr_info("hooks disarmed: nothing attached or tracked\n");
 		goto unlock;
 	}
