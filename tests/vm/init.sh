@@ -276,6 +276,10 @@ main() {
 	# from a failure of ours by this line.
 	echo "@@CGPU-INIT@@"
 	mounts
+	# For the host's report of a guest that stopped printing: where the
+	# kernel's text is (KASLR), and every sysrq key allowed.
+	echo "@@CGPU-TEXT $(sed -n 's/^\([0-9a-f]*\) T _text$/\1/p' /proc/kallsyms | head -1)@@"
+	echo 1 >/proc/sys/kernel/sysrq
 	[ "$CGPU_VERBOSE" = 1 ] || dmesg -n 1
 	load_modules
 	taint_seen=$(cat /proc/sys/kernel/tainted)
