@@ -150,8 +150,13 @@ kmsg() { echo "$*" >/dev/kmsg; }
 # the blocked tasks are doing (sysrq l and w) through the kernel log, fail
 # the test and stop the guest: the host then reports the crash.
 stuck_guard() {
-	local g=${CGPU_STUCK_GRACE:-60}
-	sleep $(($2 + g))
+	local g=${CGPU_STUCK_GRACE:-60} s
+	# Killed when the test ends: the sleep goes too.
+	trap 'kill $s 2>/dev/null; exit 0' TERM
+	sleep $(($2 + g)) &
+	s=$!
+	wait $s
+	trap - TERM
 	dmesg -n 8
 	kmsg "vm: $1 still running $g s past its ${2}s timeout: stuck"
 	echo l >/proc/sysrq-trigger
