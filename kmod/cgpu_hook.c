@@ -180,8 +180,9 @@ static struct cgpu_target cgpu_targets[] = {
 /* Serialises installing and removing hooks (our load, notifier, unload). */
 static DEFINE_MUTEX(cgpu_hook_lock);
 /*
- * Hooks registered (for targets present and to come); written under the
- * lock, read without it by cgpu_hooks_maybe_disarm().
+ * Hooks registered (for targets present and to come); written under
+ * cgpu_ctl_lock and this lock, read under either, and without them by
+ * cgpu_hooks_maybe_disarm() and the disarm work's wait.
  */
 static bool cgpu_armed;
 
@@ -427,34 +428,42 @@ static long cgpu_inflight_sum(void)
 /*
  * Nothing attached and nothing tracked: the hooks come out, so that a node
  * where no container has a slice runs the driver exactly as without cgpu.
- * cgpu_ctl_lock keeps attachments from coming meanwhile; a call redirected
- * before may still create tracking, so once the hooks are out and every
- * such call has returned, idleness is checked again and the hooks go back
- * in if it no longer holds.
+ * cgpu_ctl_lock keeps attachments from coming while they go.  A call
+ * redirected before may still be in the driver, for as long as the driver
+ * takes, and may still create tracking: the work waits for such calls
+ * without the locks (control requests, and a first attachment that arms
+ * the hooks again, are not held up), then checks idleness again and arms
+ * the hooks again if it no longer holds.
  */
 static void cgpu_disarm_fn(struct work_struct *work)
 {
 	struct cgpu_target *t;
+	bool disarmed = false;
 
 	mutex_lock(&cgpu_ctl_lock);
 	mutex_lock(&cgpu_hook_lock);
-	if (!cgpu_armed || !cgpu_hooks_idle())
-		goto unlock;
-	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++)
-		cgpu_target_unregister(t);
-	while (cgpu_inflight_sum())
-		msleep(20);
-	if (cgpu_hooks_idle()) {
+	if (cgpu_armed && cgpu_hooks_idle()) {
+		for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++)
+			cgpu_target_unregister(t);
 		WRITE_ONCE(cgpu_armed, false);
-		pr_info("hooks disarmed: nothing attached or tracked\n");
-		goto unlock;
+		disarmed = true;
 	}
-	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++) {
-		if (t->modname[0])
-			cgpu_target_register(t);
-	}
-unlock:
 	mutex_unlock(&cgpu_hook_lock);
+	mutex_unlock(&cgpu_ctl_lock);
+	if (!disarmed)
+		return;
+
+	/* Armed again meanwhile: the hooks are in, nothing to check. */
+	while (cgpu_inflight_sum() && !READ_ONCE(cgpu_armed))
+		msleep(20);
+
+	mutex_lock(&cgpu_ctl_lock);
+	if (!cgpu_armed) {
+		if (cgpu_hooks_idle())
+			pr_info("hooks disarmed: nothing attached or tracked\n");
+		else if (cgpu_hooks_arm())
+			pr_err("cannot arm the hooks again: calls of tasks tracked are not seen\n");
+	}
 	mutex_unlock(&cgpu_ctl_lock);
 }
 
