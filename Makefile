@@ -41,7 +41,7 @@ modules: deps ## kernel modules against Debian's headers, warnings as errors
 guest: ## static binaries for the VM guest, in build/guest/bin
 	@mkdir -p $(GUEST_BIN)
 	@$(MAKE) -s -C tests/fakecuda OUT=$(GUEST_BIN)
-	@CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(GUEST_BIN)/ ./tests/nvinfo
+	@CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(GUEST_BIN)/ ./daemon/tools/nvinfo
 	@if [ -f tests/cgpuadm/Makefile ]; then $(MAKE) -s -C tests/cgpuadm OUT=$(GUEST_BIN); fi
 	@install -m 0755 tests/demo/cgpu-demo $(GUEST_BIN)/cgpu-demo
 	@for b in daemon/cgpud cgpuctl; do \

@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/cgpu-dev/cgpu/internal/cli"
+	"github.com/cgpu-dev/cgpu/cgpuctl/internal/cli"
 )
 
 func main() {

@@ -13,7 +13,7 @@ bench-hook: cgpuctl ## the OCI hook's own run (stdin state -> daemon -> exit) ag
 .PHONY: cgpuctl-test cgpuctl-vm-test
 
 cgpuctl-test: ## cgpuctl's unit tests: api/v1 client, CLI tables (golden), hook, integration files
-	$(GO) test $(GOFLAGS) -count=1 ./daemon/api/v1/ ./internal/cli/... ./internal/hook/... ./internal/integration/...
+	$(GO) test $(GOFLAGS) -count=1 ./daemon/api/v1/ ./cgpuctl/internal/cli/... ./cgpuctl/internal/hook/... ./internal/integration/...
 
 cgpuctl-vm-test: deps guest ## cgpuctl and its OCI hook against the real cgpud in the VM (tests/vm/suites/runtime)
 	tests/vm/run --suite runtime

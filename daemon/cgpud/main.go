@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"github.com/cgpu-dev/cgpu/internal/daemon"
+	"github.com/cgpu-dev/cgpu/daemon/internal/daemon"
 )
 
 func main() {

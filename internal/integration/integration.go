@@ -18,7 +18,7 @@ import (
 	specs "tags.cncf.io/container-device-interface/specs-go"
 
 	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
-	"github.com/cgpu-dev/cgpu/internal/hook"
+	"github.com/cgpu-dev/cgpu/internal/contract"
 )
 
 // Where the files go and what the hooks call.
@@ -121,7 +121,7 @@ func CDISpec(gpus []GPU, opts ...Option) (*specs.Spec, error) {
 	all := specs.Device{Name: CDIAll}
 	for _, g := range gs {
 		idx := strconv.Itoa(g.Index)
-		env := hook.EnvCDIGPUPrefix + idx + "=" + idx
+		env := contract.EnvCDIGPUPrefix + idx + "=" + idx
 		n := node("nvidia" + strconv.FormatUint(uint64(g.Minor), 10))
 		spec.Devices = append(spec.Devices, specs.Device{
 			Name:           idx,

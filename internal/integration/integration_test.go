@@ -12,7 +12,7 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
-	"github.com/cgpu-dev/cgpu/internal/hook"
+	"github.com/cgpu-dev/cgpu/internal/contract"
 )
 
 func twoGPUs() []GPU { return []GPU{{Index: 1, Minor: 3}, {Index: 0, Minor: 0}} }
@@ -94,15 +94,15 @@ func TestInjection(t *testing.T) {
 		env     []string
 		nodes   []string
 	}{
-		{[]string{"cgpu.io/gpu=1"}, []string{hook.EnvCDIGPUPrefix + "1=1"}, []string{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia3"}},
-		{[]string{"cgpu.io/gpu=0", "cgpu.io/gpu=1"}, []string{hook.EnvCDIGPUPrefix + "0=0", hook.EnvCDIGPUPrefix + "1=1"},
+		{[]string{"cgpu.io/gpu=1"}, []string{contract.EnvCDIGPUPrefix + "1=1"}, []string{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia3"}},
+		{[]string{"cgpu.io/gpu=0", "cgpu.io/gpu=1"}, []string{contract.EnvCDIGPUPrefix + "0=0", contract.EnvCDIGPUPrefix + "1=1"},
 			[]string{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidia3"}},
-		{[]string{"cgpu.io/gpu=all"}, []string{hook.EnvCDIGPUPrefix + "0=0", hook.EnvCDIGPUPrefix + "1=1"},
+		{[]string{"cgpu.io/gpu=all"}, []string{contract.EnvCDIGPUPrefix + "0=0", contract.EnvCDIGPUPrefix + "1=1"},
 			[]string{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidia3"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.devices, ","), func(t *testing.T) {
-			spec := &oci.Spec{Process: &oci.Process{Env: []string{"PATH=/bin", hook.EnvMem + "=4"}}, Linux: &oci.Linux{}}
+			spec := &oci.Spec{Process: &oci.Process{Env: []string{"PATH=/bin", contract.EnvMem + "=4"}}, Linux: &oci.Linux{}}
 			if unresolved, err := cache.InjectDevices(spec, tt.devices...); err != nil {
 				t.Fatalf("inject: %v (unresolved %v)", err, unresolved)
 			}
@@ -131,7 +131,7 @@ func TestInjection(t *testing.T) {
 				t.Errorf("poststop hook %+v", h)
 			}
 			// What the hook will read from this spec.
-			req, asked, err := hook.ParseEnv(spec.Process.Env)
+			req, asked, err := contract.ParseEnv(spec.Process.Env)
 			if err != nil || !asked {
 				t.Fatalf("hook reads %+v, %v, %v", req, asked, err)
 			}

@@ -1,5 +1,5 @@
 #!/bin/sh
-# internal/cgroup on the real cgroup2 mount: ids are the kernel's cgroup
+# daemon/internal/cgroup on the real cgroup2 mount: ids are the kernel's cgroup
 # ids, and a removed cgroup is seen through inotify (TestVM*, CGPU_VM=1).
 # vm-timeout: 120
 # shellcheck source=SCRIPTDIR/../../lib.sh

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The device filter on real cgroups: a child process opens each device
-# (internal/devfilter's TestVM* tests, run as root with CGPU_VM=1).
+# (daemon/internal/devfilter's TestVM* tests, run as root with CGPU_VM=1).
 # vm-timeout: 240
 # shellcheck source=SCRIPTDIR/../../lib.sh
 . /opt/cgpu/lib.sh

@@ -1,5 +1,5 @@
 #!/bin/sh
-# internal/gpu's New, as the daemon calls it, in a binary built without cgo
+# daemon/internal/gpu's New, as the daemon calls it, in a binary built without cgo
 # (so without NVML): it falls back to procfs and the RM ABI and finds
 # exactly the two mock GPUs nvmock.ko was loaded with, memory included.
 # shellcheck source=SCRIPTDIR/../../lib.sh

@@ -1,0 +1,298 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"regexp"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cgpu-dev/cgpu/daemon/internal/kernel"
+	"github.com/cgpu-dev/cgpu/daemon/internal/state"
+)
+
+// ourKernelName matches the kernel instances the Manager makes.
+var ourKernelName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,48}\.[0-9]{1,3}$`)
+
+// Reconcile brings the records, the kernel's instances and the device
+// filters into step, one log line per fix, and loads the records. It runs
+// at start, before serving; operations wait while it runs.
+//
+//   - A create that was interrupted is finished when everything it makes
+//     exists (its kernel instances attached, its filter pinned, its cgroup
+//     alive): its caller may have had its answer. Otherwise it is rolled
+//     back: its caller cannot have had one.
+//   - An interrupted destroy is finished as it was asked (with or without
+//     force; a refused one leaves the instance whole).
+//   - A ready instance whose cgroup is gone is destroyed.
+//   - A ready instance whose kernel instance is gone (the module was
+//     reloaded) is made again while its cgroup lives: the container asked
+//     for a slice and must not run without one. If that fails, the
+//     instance is removed, with an error in the log.
+//   - A kernel limit or weight that differs from the record (a resize
+//     interrupted before its record) is set back to the record's.
+//   - Kernel instances named like ours that no record claims are
+//     destroyed, without force: one that holds memory is left, with a
+//     warning, for the next start (forcing would free a quota under a
+//     running process). Others' names are left alone.
+//   - Filters pinned for cgroups that no record claims are removed, and
+//     missing ones of live instances applied.
+func (m *Manager) Reconcile(ctx context.Context) error {
+	m.recon.Lock()
+	defer m.recon.Unlock()
+	err := m.reconcile(ctx)
+	m.mu.Lock()
+	m.lastRec, m.reconciled = err, true
+	m.mu.Unlock()
+	return err
+}
+
+func (m *Manager) reconcile(ctx context.Context) error {
+	var errs []error
+	if m.disc != nil {
+		inv, err := m.disc.Discover(ctx)
+		if err != nil {
+			errs = append(errs, errf(ErrUnavailable, err, "discover GPUs"))
+		} else {
+			m.mu.Lock()
+			m.inv = inv
+			m.mu.Unlock()
+		}
+	}
+	if err := m.records.Sync(ctx); err != nil {
+		return errf(ErrUnavailable, err, "state store")
+	}
+	recs, err := m.records.List(ctx)
+	if err != nil {
+		return errf(ErrUnavailable, err, "read state")
+	}
+	if m.kernel == nil {
+		m.loadRecords(recs)
+		return errors.Join(append(errs, errf(ErrUnavailable, kernel.ErrNoModule, "reconcile"))...)
+	}
+	v, err := m.kernel.Version(ctx)
+	if err != nil {
+		m.loadRecords(recs)
+		return errors.Join(append(errs, errf(ErrUnavailable, err, "kernel version"))...)
+	}
+	m.mu.Lock()
+	m.maxInst = v.MaxInst
+	m.mu.Unlock()
+
+	kstats, err := m.kernelByName(ctx)
+	if err != nil {
+		m.loadRecords(recs)
+		return errors.Join(append(errs, errf(ErrUnavailable, err, "list kernel instances"))...)
+	}
+	pinned := map[uint64]bool{}
+	if m.filter != nil {
+		ids, err := m.filter.Pinned(ctx)
+		if err != nil {
+			errs = append(errs, errf(ErrUnavailable, err, "list device filters"))
+		}
+		for _, id := range ids {
+			pinned[id] = true
+		}
+	}
+
+	// Without a sound cgroup2 mount no cgroup can be judged gone: keep the
+	// instances rather than destroy them all on a misconfiguration.
+	rootErr := m.cgroups.CheckRoot()
+	if rootErr != nil {
+		errs = append(errs, errf(ErrUnavailable, rootErr, "cgroup mount"))
+		m.log.WithError(rootErr).Error("reconcile: cgroup mount unusable; no instance is destroyed for a missing cgroup")
+	}
+	var kept []state.Record
+	for _, rec := range recs {
+		log := m.log.WithField("instance", rec.Name).WithField("cgroup", rec.Cgroup)
+		out, keep, err := m.fixRecord(ctx, log, rec, kstats, pinned, rootErr == nil)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if keep {
+			kept = append(kept, out)
+		}
+	}
+
+	claimed := map[string]bool{}
+	cgroups := map[uint64]bool{}
+	for _, rec := range kept {
+		cgroups[rec.CgroupID] = true
+		for _, s := range rec.Slots {
+			claimed[kernelName(rec.Name, s.GPU)] = true
+		}
+	}
+	// Kernel instances may have changed above: look again.
+	if kstats, err = m.kernelByName(ctx); err != nil {
+		errs = append(errs, errf(ErrUnavailable, err, "list kernel instances"))
+	}
+	for name, st := range kstats {
+		if claimed[name] {
+			continue
+		}
+		log := m.log.WithField("kernel_instance", name).WithField("kernel_id", st.ID)
+		if !ourKernelName.MatchString(name) {
+			log.Info("reconcile: kernel instance not made by cgpud; left alone")
+			continue
+		}
+		switch err := m.kernel.Destroy(ctx, st.ID, false); {
+		case err == nil, errors.Is(err, kernel.ErrNotFound):
+			log.Warn("reconcile: kernel instance without a record destroyed")
+		case errors.Is(err, kernel.ErrBusy):
+			log.Warn("reconcile: kernel instance without a record holds memory; left until the next start")
+		default:
+			errs = append(errs, errf(kernelKind(err), err, "destroy kernel instance %s", name))
+		}
+	}
+	if m.filter != nil {
+		if ids, err := m.filter.Pinned(ctx); err == nil {
+			for _, id := range ids {
+				if cgroups[id] {
+					continue
+				}
+				if err := m.filter.Remove(ctx, id); err != nil {
+					errs = append(errs, errf(ErrUnavailable, err, "remove device filter of cgroup %d", id))
+					continue
+				}
+				m.log.WithField("cgroup_id", id).Warn("reconcile: device filter without an instance removed")
+			}
+		}
+	}
+	m.loadRecords(kept)
+	return errors.Join(errs...)
+}
+
+// fixRecord repairs one record; keep says whether it stays.
+func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec state.Record, kstats map[string]kernel.Stats, pinned map[uint64]bool, rootOK bool) (state.Record, bool, error) {
+	remove := func(force bool, msg string) (state.Record, bool, error) {
+		if err := m.teardown(ctx, rec, force); err != nil {
+			if errors.Is(err, ErrBusy) && !errors.Is(err, errNotRestored) {
+				rec.State, rec.Force = state.StateReady, false
+				if perr := m.records.Put(ctx, rec); perr != nil {
+					return rec, true, errf(ErrUnavailable, perr, "record instance %s", rec.Name)
+				}
+				log.Warn("reconcile: interrupted destroy refused, the instance holds memory; kept")
+				return m.fillIDs(ctx, rec), true, nil
+			}
+			return rec, true, err
+		}
+		if err := m.records.Delete(ctx, rec.Name); err != nil {
+			return rec, true, errf(ErrUnavailable, err, "delete record %s", rec.Name)
+		}
+		log.Warn("reconcile: " + msg)
+		return rec, false, nil
+	}
+	alive, err := m.cgroups.Exists(rec.CgroupID, rec.Cgroup)
+	if err != nil || !rootOK {
+		alive = true // unsure: keep the slice
+	}
+	switch rec.State {
+	case state.StateDestroying:
+		return remove(rec.Force, "interrupted destroy finished")
+	case state.StateCreating:
+		complete := alive && (m.filter == nil || pinned[rec.CgroupID])
+		for _, s := range rec.Slots {
+			st, ok := kstats[kernelName(rec.Name, s.GPU)]
+			complete = complete && ok && st.Cgroups > 0
+		}
+		if !complete {
+			return remove(true, "interrupted create rolled back")
+		}
+		rec = m.fillIDs(ctx, rec)
+		rec.State = state.StateReady
+		if err := m.records.Put(ctx, rec); err != nil {
+			return rec, true, errf(ErrUnavailable, err, "record instance %s", rec.Name)
+		}
+		log.Info("reconcile: interrupted create finished")
+		return rec, true, nil
+	}
+	if !alive {
+		return remove(true, "cgroup gone; instance destroyed")
+	}
+	cgPath := filepath.Join(m.cgroups.Root(), rec.Cgroup)
+	changed := false
+	for i := range rec.Slots {
+		s := &rec.Slots[i]
+		st, ok := kstats[kernelName(rec.Name, s.GPU)]
+		if !ok {
+			if err := m.remakeSlot(ctx, &rec, i); err != nil {
+				log.WithError(err).Error("reconcile: kernel instance gone and cannot be made again")
+				return remove(true, "instance removed: its kernel instance could not be made again")
+			}
+			log.WithField("gpu", s.GPU).Warn("reconcile: kernel instance gone (module reloaded?); made again")
+			changed = true
+			continue
+		}
+		if s.KernelID != st.ID {
+			s.KernelID, changed = st.ID, true
+		}
+		if st.Cgroups == 0 {
+			if err := m.kernel.Attach(ctx, st.ID, rec.CgroupID); err != nil && !errors.Is(err, kernel.ErrExists) {
+				log.WithError(err).Error("reconcile: cannot attach the cgroup again")
+				return remove(true, "instance removed: its cgroup could not be attached")
+			}
+			log.WithField("gpu", s.GPU).Warn("reconcile: cgroup was not attached; attached")
+		}
+		if st.MemLimit != rec.Memory {
+			if err := m.kernel.SetLimit(ctx, st.ID, rec.Memory); err != nil {
+				log.WithError(err).Warnf("reconcile: kernel limit %d differs from the record's %d; record follows the kernel", st.MemLimit, rec.Memory)
+				rec.Memory, changed = st.MemLimit, true
+			} else {
+				log.WithField("gpu", s.GPU).Warn("reconcile: kernel limit set back to the record's")
+			}
+		}
+		if st.Weight != rec.Weight {
+			if err := m.kernel.SetWeight(ctx, st.ID, rec.Weight); err != nil {
+				log.WithError(err).Warnf("reconcile: kernel weight %d differs from the record's %d; record follows the kernel", st.Weight, rec.Weight)
+				rec.Weight, changed = st.Weight, true
+			} else {
+				log.WithField("gpu", s.GPU).Warn("reconcile: kernel weight set back to the record's")
+			}
+		}
+	}
+	if m.filter != nil && !pinned[rec.CgroupID] {
+		if err := m.filter.Apply(ctx, cgPath, rec.CgroupID, minors(rec)); err != nil {
+			return rec, true, errf(ErrUnavailable, err, "device filter of instance %s", rec.Name)
+		}
+		log.Warn("reconcile: device filter missing; applied")
+	}
+	if changed {
+		if err := m.records.Put(ctx, rec); err != nil {
+			return rec, true, errf(ErrUnavailable, err, "record instance %s", rec.Name)
+		}
+	}
+	return rec, true, nil
+}
+
+// fillIDs sets the kernel ids of rec's slots from the kernel's names.
+func (m *Manager) fillIDs(ctx context.Context, rec state.Record) state.Record {
+	for i := range rec.Slots {
+		if id, err := m.slotID(ctx, rec, i); err == nil {
+			rec.Slots[i].KernelID = id
+		}
+	}
+	return rec
+}
+
+// loadRecords replaces the instances in memory with recs and watches their
+// cgroups.
+func (m *Manager) loadRecords(recs []state.Record) {
+	m.mu.Lock()
+	old := m.byCgroup
+	m.byName = map[string]*entry{}
+	m.byCgroup = map[uint64]*entry{}
+	m.load = map[int]*gpuLoad{}
+	for _, rec := range recs {
+		m.addLocked(&entry{rec: rec.Clone()})
+	}
+	m.mu.Unlock()
+	for id := range old {
+		m.watcher.Remove(id)
+	}
+	for _, rec := range recs {
+		if err := m.watcher.Add(rec.CgroupID, rec.Cgroup); err != nil {
+			m.log.WithError(err).WithField("instance", rec.Name).Warn("cannot watch cgroup")
+		}
+	}
+}
