@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The environment contract (DESIGN.md), read from the bundle's
+// The environment contract (docs/design.md), read from the bundle's
 // config.json process.env.
 const (
 	EnvMem       = "ALIYUN_COM_GPU_MEM_CONTAINER"

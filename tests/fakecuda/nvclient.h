@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
  * A minimal user-space client of the NVIDIA kernel driver ABI, as libcuda
- * drives it (shared/nvidia-abi.md).  Shared by fakecuda and nvhostile.
+ * drives it (docs/nvidia-abi.md).  Shared by fakecuda and nvhostile.
  * Layouts come from kmod/nv_abi.h; the version-dependent ones are picked
  * from /proc/driver/nvidia/version like a libcuda of that version would.
  */

@@ -3,7 +3,7 @@
  * nvhostile: hostile input against the NVIDIA driver ABI (nvmock.ko, the
  * real driver, or either under cgpu.ko).  Every escape and UVM command gets
  * wrong sizes, bad pointers, garbage, unknown handles and fds of the wrong
- * kind.  Where shared/nvidia-abi.md documents the answer, the case asserts
+ * kind.  Where docs/nvidia-abi.md documents the answer, the case asserts
  * it; elsewhere it asserts only that the call fails and the process lives.
  * The kernel log is the harness's business.
  *
@@ -507,7 +507,7 @@ static void test_structured_garbage(void)
 	result(1, name, "%lu calls failed", errs);
 }
 
-/* ---- RM semantics documented in nvidia-abi.md ----------------------------- */
+/* ---- RM semantics documented in docs/nvidia-abi.md ----------------------- */
 
 static void test_rm_semantics(void)
 {

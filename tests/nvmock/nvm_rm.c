@@ -3,7 +3,7 @@
  * nvmock: the nvidia.ko half.  /dev/nvidiactl and /dev/nvidiaN, the ioctl
  * escapes, and an RM object tree (clients, devices, subdevices, VA spaces,
  * memory) with per-GPU frame-buffer accounting.  Behaviour follows
- * shared/nvidia-abi.md; section numbers are given in brackets.
+ * docs/nvidia-abi.md; section numbers are given in brackets.
  *
  * Locking: nvm_rm_lock serialises the object tree, every nvm_file's RM state
  * and the accounting, like RM's own lock.  No user memory is touched and no

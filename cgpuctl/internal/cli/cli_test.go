@@ -26,7 +26,7 @@ const g = uint64(1) << 30
 var created0 = time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
 
 // fixture is the daemon state the fake serves: two 15 GiB GPUs, a 4 GiB
-// and an 8 GiB... as in DESIGN.md's example, 9/15 and 3/15.
+// and an 8 GiB... as in docs/design.md's example, 9/15 and 3/15.
 func fixture() (v1.Inspect, []v1.GPU, v1.Version, v1.Health) {
 	insts := []v1.Instance{
 		{Name: "web-1", ContainerID: "0123456789abcdef0123", Cgroup: "/kubepods/pod1/web", CgroupID: 4242, Memory: 4 * g, Weight: 1,
@@ -259,22 +259,46 @@ func TestTables(t *testing.T) {
 	}
 }
 
-// TestInspectMatchesDesign checks the table against DESIGN.md's example
-// literally: the layout is a contract with ACK's users.
+// designDoc is the design document, whose inspect example is the contract
+// with ACK's users.
+const designDoc = "../../../docs/design.md"
+
+// designInspectExample returns the first fenced block under the "The
+// inspect table" heading of docs/design.md.
+func designInspectExample(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(designDoc)
+	if err != nil {
+		t.Fatalf("the design document holds the inspect example: %v", err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## The inspect table\n")
+	if !ok {
+		t.Fatalf("%s has no \"## The inspect table\" section", designDoc)
+	}
+	if next := strings.Index(sec, "\n## "); next >= 0 {
+		sec = sec[:next]
+	}
+	_, block, ok := strings.Cut(sec, "\n```\n")
+	if ok {
+		block, _, ok = strings.Cut(block, "\n```")
+	}
+	if !ok {
+		t.Fatalf("%s: no fenced block in \"The inspect table\"", designDoc)
+	}
+	return block + "\n"
+}
+
+// TestInspectMatchesDesign checks the table against docs/design.md's
+// example literally: the layout is a contract with ACK's users.
 func TestInspectMatchesDesign(t *testing.T) {
 	in, _, _, _ := fixture()
 	var b bytes.Buffer
 	if err := writeInspect(&b, in); err != nil {
 		t.Fatal(err)
 	}
-	want := `NAME        IPADDRESS     GPU0(Allocated/Total)  GPU1(Allocated/Total)  GPU Memory(GiB)
-node-a      192.0.2.10    9/15                   3/15                   12/30
-------------------------------------------------------------------
-Allocated/Total GPU Memory In Cluster:
-12/30 (40%)
-`
+	want := designInspectExample(t)
 	if b.String() != want {
-		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+		t.Errorf("got\n%s\nwant (%s)\n%s", b.String(), designDoc, want)
 	}
 }
 

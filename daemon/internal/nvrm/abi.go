@@ -2,7 +2,7 @@
 // manager (RM) ABI that cgpu needs from user space: enough to find the GPUs a
 // driver exposes and to ask it for each GPU's memory, on the real driver and
 // on nvmock.ko alike. The layouts mirror kmod/nv_abi.h (our own definitions,
-// from shared/nvidia-abi.md); abi_test.go checks every size and offset
+// from docs/nvidia-abi.md); abi_test.go checks every size and offset
 // against that header with the C compiler.
 package nvrm
 
@@ -32,7 +32,7 @@ func IOWR(nr, size uint32) uint32 {
 		ioctlMagic<<iocTypeShift | nr<<iocNRShift
 }
 
-// Escapes (nvidia-abi.md §2).
+// Escapes (docs/nvidia-abi.md §2).
 const (
 	EscRMFree          = 0x29
 	EscRMControl       = 0x2A

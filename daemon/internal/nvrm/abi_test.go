@@ -91,7 +91,7 @@ func TestLayoutsMatchCHeader(t *testing.T) {
 }
 
 func TestIOWRMatchesDocumentedEncodings(t *testing.T) {
-	// The encoded commands nvidia-abi.md §2 lists, as user space builds them.
+	// The encoded commands docs/nvidia-abi.md §2 lists, as user space builds them.
 	cases := []struct {
 		name string
 		nr   uint32

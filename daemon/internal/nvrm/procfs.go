@@ -18,7 +18,7 @@ import (
 var ErrNoDriver = errors.New("NVIDIA driver not loaded (no /proc/driver/nvidia)")
 
 // ProcGPU is one GPU as /proc/driver/nvidia/gpus/<bus>/information
-// describes it (nvidia-abi.md §10.8).
+// describes it (docs/nvidia-abi.md §10.8).
 type ProcGPU struct {
 	BusID    string // dddd:bb:ss.f, the directory name
 	Model    string

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The limit holds to the byte, with the driver's rounding (nvidia-abi.md
+# The limit holds to the byte, with the driver's rounding (docs/nvidia-abi.md
 # 10.11: 64 KiB pages below 2 MiB, 2 MiB pages from there): what fits is
 # allowed, one byte more is refused with NV_ERR_NO_MEMORY and never reaches
 # the driver; both RM_ALLOC forms and VID_HEAP_CONTROL are counted.

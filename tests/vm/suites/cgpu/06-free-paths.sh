@@ -1,5 +1,5 @@
 #!/bin/sh
-# Every way memory goes back is credited exactly once (nvidia-abi.md 4,
+# Every way memory goes back is credited exactly once (docs/nvidia-abi.md 4,
 # 10.1, 10.3): RM_FREE of the memory, of its device, of its client, the fd
 # closed by exit, kill -9, VID_HEAP_CONTROL FREE, and duplicated handles,
 # which share one charge. cgpu and nvmock agree at every step.

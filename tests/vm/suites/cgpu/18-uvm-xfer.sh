@@ -1,5 +1,5 @@
 #!/bin/sh
-# The UVM mapping holds memory on its own (nvidia-abi.md 4): RM_FREE of a
+# The UVM mapping holds memory on its own (docs/nvidia-abi.md 4): RM_FREE of a
 # mapped allocation leaves it charged until UVM_FREE or the UVM fd's
 # close, and UVM_FREE alone leaves the RM handle charged.  Escapes sent
 # wrapped in NV_ESC_IOCTL_XFER_CMD are admitted, credited and virtualised

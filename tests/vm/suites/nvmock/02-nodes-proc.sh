@@ -1,6 +1,6 @@
 #!/bin/sh
 # Device nodes, /proc/devices and /proc/driver/nvidia look like the real
-# driver's (nvidia-abi.md sections 1 and 10.8).
+# driver's (docs/nvidia-abi.md sections 1 and 10.8).
 # vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Size rounding (nvidia-abi.md 10.11) and accounting under every layout
+# Size rounding (docs/nvidia-abi.md 10.11) and accounting under every layout
 # generation of the driver (NV_MEMORY_ALLOCATION_PARAMS 120/128 B,
 # FB_GET_INFO_V2 436/1028 B, MAP_EXTERNAL 1200/9264 B, UVM_FREE 24/16 B),
 # with both RM_ALLOC forms.

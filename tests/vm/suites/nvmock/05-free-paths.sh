@@ -1,5 +1,5 @@
 #!/bin/sh
-# Every way memory goes back (nvidia-abi.md 4, 10.3): explicit frees, the
+# Every way memory goes back (docs/nvidia-abi.md 4, 10.3): explicit frees, the
 # device freed as a parent, the client freed, the fd closed by a normal
 # exit, kill -9. Each time the counters return to exactly zero.
 # vm-timeout: 600

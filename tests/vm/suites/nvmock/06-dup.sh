@@ -1,5 +1,5 @@
 #!/bin/sh
-# RM_DUP_OBJECT adds a reference (nvidia-abi.md 4, 10.1): freeing the
+# RM_DUP_OBJECT adds a reference (docs/nvidia-abi.md 4, 10.1): freeing the
 # original leaves the bytes in use, freeing the duplicate too returns them.
 # vm-timeout: 600
 . /opt/cgpu/lib.sh

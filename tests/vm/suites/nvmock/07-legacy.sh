@@ -1,5 +1,5 @@
 #!/bin/sh
-# VID_HEAP_CONTROL ALLOC_SIZE / FREE / INFO (nvidia-abi.md 10.9, 10.10):
+# VID_HEAP_CONTROL ALLOC_SIZE / FREE / INFO (docs/nvidia-abi.md 10.9, 10.10):
 # vidmem charged like RM_ALLOC 0x40, INFO in bytes.
 # vm-timeout: 600
 . /opt/cgpu/lib.sh

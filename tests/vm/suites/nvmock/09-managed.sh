@@ -1,7 +1,7 @@
 #!/bin/sh
 # cudaMallocManaged is an mmap of the UVM fd at offset == address: it makes
 # a managed range (counted) and is not charged to the frame buffer; a
-# semaphore pool's matching mmap is not a managed range (nvidia-abi.md 7).
+# semaphore pool's matching mmap is not a managed range (docs/nvidia-abi.md 7).
 # vm-timeout: 600
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"

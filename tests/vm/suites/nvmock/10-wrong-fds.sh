@@ -1,6 +1,6 @@
 #!/bin/sh
 # File descriptors of the wrong kind are refused wherever the ABI takes one
-# (nvidia-abi.md 8, 10.6): REGISTER_FD's ctl_fd, MM_INITIALIZE's uvmFd,
+# (docs/nvidia-abi.md 8, 10.6): REGISTER_FD's ctl_fd, MM_INITIALIZE's uvmFd,
 # rmCtrlFd of REGISTER_GPU / REGISTER_GPU_VASPACE / MAP_EXTERNAL_ALLOCATION,
 # and escapes issued on the wrong node. The cases are nvhostile's.
 # vm-timeout: 600

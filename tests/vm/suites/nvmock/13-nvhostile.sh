@@ -1,6 +1,6 @@
 #!/bin/sh
 # Hostile input against every escape and UVM command (nvhostile): the
-# documented errors where nvidia-abi.md gives them, an error elsewhere, no
+# documented errors where docs/nvidia-abi.md gives them, an error elsewhere, no
 # crash; the harness checks the kernel log. Nothing may leak.
 # vm-timeout: 900
 . /opt/cgpu/lib.sh
