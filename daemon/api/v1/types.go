@@ -109,8 +109,8 @@ type GPU struct {
 
 // CreateRequest is the body of POST /v1/instances.
 type CreateRequest struct {
-	// Name is optional: 1..48 characters of [A-Za-z0-9_.-]; by default it
-	// is derived from ContainerID.
+	// Name is optional: 1..48 characters of [A-Za-z0-9_.-], not "." or
+	// ".." (ValidName); by default it is derived from ContainerID.
 	Name        string `json:"name,omitempty"`
 	ContainerID string `json:"container_id"`
 	// Cgroup is the container's cgroup v2 path, absolute under the cgroup2
@@ -118,7 +118,7 @@ type CreateRequest struct {
 	Cgroup string `json:"cgroup"`
 	// GPUs are indices ("0") or UUIDs; empty means placement picks one.
 	GPUs []string `json:"gpus,omitempty"`
-	// Memory is the slice on each GPU, bytes.
+	// Memory is the slice on each GPU, bytes, 1..MaxMemory.
 	Memory uint64 `json:"memory"`
 	// Weight is the compute weight, 1..max_inst; 0 means 1.
 	Weight uint32 `json:"weight,omitempty"`

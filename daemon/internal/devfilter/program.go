@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/cilium/ebpf/asm"
+
+	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
 )
 
 // The context of a BPF_PROG_TYPE_CGROUP_DEVICE program is
@@ -106,9 +108,9 @@ type devices struct {
 }
 
 const (
-	nvidiaMajor   = 195 // NVIDIA's fixed character major
-	nvidiaGPUMax  = 253 // /dev/nvidiaN; 254 is nvidia-modeset, 255 nvidiactl
-	uvmToolsMinor = 1   // /dev/nvidia-uvm-tools; minor 0 is /dev/nvidia-uvm
+	nvidiaMajor   = 195            // NVIDIA's fixed character major
+	nvidiaGPUMax  = v1.MaxGPUMinor // /dev/nvidiaN; 248..253 unused, 254 nvidia-modeset, 255 nvidiactl
+	uvmToolsMinor = 1              // /dev/nvidia-uvm-tools; minor 0 is /dev/nvidia-uvm
 )
 
 // rules turns the GPUs a container may use and the host's device numbers

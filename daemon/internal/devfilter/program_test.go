@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the prog
 
 // The programs' instruction listings, checked against golden files so a
 // change of the bytecode shows in review. Regenerate with
-// go test ./internal/devfilter -run TestProgramGolden -update.
+// go test ./daemon/internal/devfilter -run TestProgramGolden -update.
 func TestProgramGolden(t *testing.T) {
 	all := devices{uvmToolsMajor: 236, cgpuMajor: 10, cgpuMinor: 122}
 	for _, tc := range []struct {
@@ -27,7 +27,7 @@ func TestProgramGolden(t *testing.T) {
 		{"gpu0", []uint32{0}, all},
 		{"gpus-3-1-dup", []uint32{3, 1, 3}, all},
 		{"gpu0-no-uvm-no-cgpu", []uint32{0}, devices{}},
-		{"last-gpu", []uint32{253}, devices{uvmToolsMajor: 511, cgpuMajor: 10, cgpuMinor: 0}},
+		{"last-gpu", []uint32{247}, devices{uvmToolsMajor: 511, cgpuMajor: 10, cgpuMinor: 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs, err := rules(tc.allow, tc.devs)
@@ -132,8 +132,9 @@ func TestProgramVerdicts(t *testing.T) {
 		{"assigned GPU", []uint32{0}, devs, char, read | write, 195, 0, true},
 		{"other GPU", []uint32{0}, devs, char, read | write, 195, 1, false},
 		{"other GPU mknod", []uint32{0}, devs, char, mknod, 195, 1, false},
-		{"last GPU minor", []uint32{0}, devs, char, read, 195, 253, false},
-		{"last GPU minor assigned", []uint32{253}, devs, char, read, 195, 253, true},
+		{"last GPU minor", []uint32{0}, devs, char, read, 195, 247, false},
+		{"last GPU minor assigned", []uint32{247}, devs, char, read, 195, 247, true},
+		{"unused minor (no driver node), the runtime's call", []uint32{0}, devs, char, read, 195, 248, true},
 		{"no GPU assigned", nil, devs, char, read, 195, 0, false},
 		{"two assigned, first", []uint32{3, 1}, devs, char, read, 195, 1, true},
 		{"two assigned, second", []uint32{3, 1}, devs, char, read, 195, 3, true},
@@ -188,6 +189,7 @@ func TestRulesErrors(t *testing.T) {
 		name  string
 		allow []uint32
 	}{
+		{"first unused minor", []uint32{248}},
 		{"modeset minor", []uint32{254}},
 		{"nvidiactl minor", []uint32{0, 255}},
 		{"huge", []uint32{1 << 20}},

@@ -14,10 +14,6 @@ import (
 	"github.com/cgpu-dev/cgpu/daemon/internal/state"
 )
 
-// MaxNameLen bounds instance names, so that <name>.<gpu index> fits the
-// kernel's 63.
-const MaxNameLen = 48
-
 // maxContainerIDLen bounds container ids (runtimes use 64 hex digits).
 const maxContainerIDLen = 256
 
@@ -26,20 +22,12 @@ func createErr(kind, cause error, format string, args ...any) error {
 	return &Error{Kind: kind, Msg: v1.ErrorPrefixCreate + fmt.Sprintf(format, args...), Cause: cause}
 }
 
-func validName(name string) error {
-	if len(name) > MaxNameLen {
-		return fmt.Errorf("instance name %q is longer than %d characters", name, MaxNameLen)
-	}
-	return kernel.ValidName(name)
-}
-
 // defaultName derives a free name from a container id: its first 12 name
 // characters, then -2, -3, ... if taken; m.mu held.
 func (m *Manager) defaultNameLocked(containerID string) (string, error) {
 	var b strings.Builder
 	for i := 0; i < len(containerID) && b.Len() < 12; i++ {
-		c := containerID[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' {
+		if c := containerID[i]; v1.NameChar(c) {
 			b.WriteByte(c)
 		}
 	}
@@ -75,7 +63,7 @@ func human(b uint64) string {
 // checkRequest validates what needs no state.
 func checkRequest(req *v1.CreateRequest, maxInst uint32, defPlacement string) error {
 	if req.Name != "" {
-		if err := validName(req.Name); err != nil {
+		if err := v1.ValidName(req.Name); err != nil {
 			return createErr(ErrInvalid, nil, "%v", err)
 		}
 	}
@@ -93,11 +81,8 @@ func checkRequest(req *v1.CreateRequest, maxInst uint32, defPlacement string) er
 	if req.Cgroup == "" {
 		return createErr(ErrInvalid, nil, "a cgroup is required")
 	}
-	if req.Memory == 0 {
-		return createErr(ErrInvalid, nil, "memory must be above 0 bytes")
-	}
-	if req.Memory > kernel.MemLimitMax {
-		return createErr(ErrInvalid, nil, "memory %d bytes is above the most an instance takes (%d)", req.Memory, uint64(kernel.MemLimitMax))
+	if err := v1.ValidMemory(req.Memory); err != nil {
+		return createErr(ErrInvalid, nil, "%v", err)
 	}
 	if req.Weight == 0 {
 		req.Weight = 1

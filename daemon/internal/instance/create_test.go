@@ -27,15 +27,15 @@ func TestCreateValidation(t *testing.T) {
 		msg  string
 	}{
 		{"bad name", func(r *v1.CreateRequest) { r.Name = "a/b" }, ErrInvalid, "character"},
-		{"name too long", func(r *v1.CreateRequest) { r.Name = strings.Repeat("a", 49) }, ErrInvalid, "longer than 48"},
+		{"name too long", func(r *v1.CreateRequest) { r.Name = strings.Repeat("a", 49) }, ErrInvalid, "1 to 48 characters"},
 		{"dot name", func(r *v1.CreateRequest) { r.Name = ".." }, ErrInvalid, "reserved"},
 		{"no container nor name", func(r *v1.CreateRequest) { r.ContainerID = "" }, ErrInvalid, "container id or a name"},
 		{"container id with space", func(r *v1.CreateRequest) { r.ContainerID = "a b" }, ErrInvalid, "space"},
 		{"no cgroup", func(r *v1.CreateRequest) { r.Cgroup = "" }, ErrInvalid, "cgroup is required"},
-		{"zero memory", func(r *v1.CreateRequest) { r.Memory = 0 }, ErrInvalid, "above 0"},
+		{"zero memory", func(r *v1.CreateRequest) { r.Memory = 0 }, ErrInvalid, "memory: 0 bytes"},
 		{"memory above every card", func(r *v1.CreateRequest) { r.Memory = 17 * gib }, ErrInvalid, "no GPU has 17 GiB in all (the largest has 16 GiB)"},
 		{"memory above the named card", func(r *v1.CreateRequest) { r.Memory = 17 * gib; r.GPUs = []string{"1"} }, ErrInvalid, "GPU 1 has 16 GiB in all, less than the 17 GiB asked"},
-		{"absurd memory", func(r *v1.CreateRequest) { r.Memory = 1 << 62 }, ErrInvalid, "the most an instance takes"},
+		{"absurd memory", func(r *v1.CreateRequest) { r.Memory = 1 << 62 }, ErrInvalid, "above the most a slice takes"},
 		{"weight above max", func(r *v1.CreateRequest) { r.Weight = 21 }, ErrInvalid, "weight 21 is outside 1..20"},
 		{"bad placement", func(r *v1.CreateRequest) { r.Placement = "random" }, ErrInvalid, "placement"},
 		{"no such GPU index", func(r *v1.CreateRequest) { r.GPUs = []string{"7"} }, ErrInvalid, "no GPU 7"},

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -206,6 +207,25 @@ func New(opts ...Option) (*Manager, error) {
 
 // kernelName is the kernel instance of name on GPU index.
 func kernelName(name string, index int) string { return fmt.Sprintf("%s.%d", name, index) }
+
+// ourKernelName says whether a kernel instance is named as kernelName
+// names them: an instance name, ".", a GPU index of one to three digits.
+func ourKernelName(k string) bool {
+	i := strings.LastIndexByte(k, '.')
+	if i < 0 || v1.ValidName(k[:i]) != nil {
+		return false
+	}
+	idx := k[i+1:]
+	if len(idx) < 1 || len(idx) > 3 {
+		return false
+	}
+	for j := 0; j < len(idx); j++ {
+		if idx[j] < '0' || idx[j] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // maxInstances is the per-GPU cap, asked of the kernel once.
 func (m *Manager) maxInstances(ctx context.Context) (uint32, error) {

@@ -94,7 +94,7 @@ func TestResize(t *testing.T) {
 		mem  uint64
 	}{
 		{"nothing", v1.ResizeRequest{}, ErrInvalid, "give memory, weight or both", 4 * gib},
-		{"zero memory", v1.ResizeRequest{Memory: u64(0)}, ErrInvalid, "outside", 4 * gib},
+		{"zero memory", v1.ResizeRequest{Memory: u64(0)}, ErrInvalid, "memory: 0 bytes", 4 * gib},
 		{"weight 0", v1.ResizeRequest{Weight: u32(0)}, ErrInvalid, "weight 0", 4 * gib},
 		{"beyond the card", v1.ResizeRequest{Memory: u64(17 * gib)}, ErrInvalid, "16 GiB in all", 4 * gib},
 		{"beyond the room on GPU 1", v1.ResizeRequest{Memory: u64(9 * gib)}, ErrNoSpace, "GPU 1 has 4 GiB unallocated", 4 * gib},

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"regexp"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/cgpu-dev/cgpu/daemon/internal/kernel"
 	"github.com/cgpu-dev/cgpu/daemon/internal/state"
 )
-
-// ourKernelName matches the kernel instances the Manager makes.
-var ourKernelName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,48}\.[0-9]{1,3}$`)
 
 // Reconcile brings the records, the kernel's instances and the device
 // filters into step, one log line per fix, and loads the records. It runs
@@ -132,7 +128,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			continue
 		}
 		log := m.log.WithField("kernel_instance", name).WithField("kernel_id", st.ID)
-		if !ourKernelName.MatchString(name) {
+		if !ourKernelName(name) {
 			log.Info("reconcile: kernel instance not made by cgpud; left alone")
 			continue
 		}

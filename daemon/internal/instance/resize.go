@@ -27,8 +27,10 @@ func (m *Manager) ResizeInstance(ctx context.Context, name string, req v1.Resize
 	if err != nil {
 		return v1.Instance{}, err
 	}
-	if req.Memory != nil && (*req.Memory == 0 || *req.Memory > kernel.MemLimitMax) {
-		return v1.Instance{}, errf(ErrInvalid, nil, "resize of %s: memory %d bytes is outside 1..%d", name, *req.Memory, kernel.MemLimitMax)
+	if req.Memory != nil {
+		if err := v1.ValidMemory(*req.Memory); err != nil {
+			return v1.Instance{}, errf(ErrInvalid, nil, "resize of %s: %v", name, err)
+		}
 	}
 	if req.Weight != nil && (*req.Weight == 0 || *req.Weight > maxInst) {
 		return v1.Instance{}, errf(ErrInvalid, nil, "resize of %s: weight %d is outside 1..%d", name, *req.Weight, maxInst)

@@ -1,20 +1,26 @@
 package kernel
 
-import "unsafe"
+import (
+	"unsafe"
+
+	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
+)
 
 // The Go mirror of kmod/include/uapi/cgpu.h. abi_test.go compiles the
 // header and checks every constant, size and field offset here against it;
-// each mirrored field names its C field in the `c` tag for that test.
+// each mirrored field names its C field in the `c` tag for that test. The
+// bounds on names, minors and memory are v1's rules, which the API and the
+// Manager check as well.
 
 // Constants of the ABI.
 const (
 	DevicePath      = "/dev/cgpu"
 	ABIMajor        = 1
 	ABIMinor        = 0
-	NameLen         = 64 // bytes of a name, NUL included
+	NameLen         = v1.KernelNameMax + 1 // bytes of a name, NUL included
 	MaxInstPerGPU   = 20
-	MaxGPUMinor     = 247
-	MemLimitMax     = uint64(1) << 48 // bytes
+	MaxGPUMinor     = v1.MaxGPUMinor
+	MemLimitMax     = v1.MaxMemory // bytes
 	ListMaxCapacity = 65536
 
 	iocMagic = 'C'

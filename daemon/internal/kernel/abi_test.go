@@ -1,16 +1,11 @@
 package kernel
 
 import (
-	"bufio"
-	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
-	"strconv"
-	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/cgpu-dev/cgpu/daemon/internal/ctest"
 )
 
 // mirrors pairs each Go mirror with its C struct in the uapi header.
@@ -52,72 +47,27 @@ var constants = map[string]uint64{
 
 // probe compiles a C program against the uapi header that prints every
 // struct's size, every mirrored field's offset and size, and every
-// constant, as "key value" lines.
-func probe(t *testing.T) map[string]uint64 {
+// constant.
+func probe(t *testing.T) ctest.Result {
 	t.Helper()
-	cc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not installed: cannot compile the C side of the ABI comparison")
-	}
-	hdr, err := filepath.Abs("../../../kmod/include/uapi/cgpu.h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src strings.Builder
-	src.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include \"" + hdr + "\"\nint main(void){\n")
+	p := ctest.New("../../../kmod/include/uapi/cgpu.h")
 	for _, m := range mirrors {
-		fmt := func(key, expr string) {
-			src.WriteString(`printf("` + key + ` %llu\n", (unsigned long long)(` + expr + "));\n")
-		}
-		fmt(m.c+".sizeof", "sizeof(struct "+m.c+")")
+		p.Num(m.c+".sizeof", "sizeof(struct "+m.c+")")
 		typ := reflect.TypeOf(m.v)
 		for i := range typ.NumField() {
 			cf := typ.Field(i).Tag.Get("c")
 			if cf == "" {
 				t.Fatalf("%s.%s has no c tag", typ, typ.Field(i).Name)
 			}
-			fmt(m.c+"."+cf+".offset", "offsetof(struct "+m.c+", "+cf+")")
-			fmt(m.c+"."+cf+".size", "sizeof(((struct "+m.c+" *)0)->"+cf+")")
+			p.Num(m.c+"."+cf+".offset", "offsetof(struct "+m.c+", "+cf+")")
+			p.Num(m.c+"."+cf+".size", "sizeof(((struct "+m.c+" *)0)->"+cf+")")
 		}
 	}
 	for name := range constants {
-		src.WriteString(`printf("` + name + ` %llu\n", (unsigned long long)(` + name + "));\n")
+		p.Num(name, name)
 	}
-	src.WriteString(`printf("CGPU_DEVICE_PATH.len %zu\n", sizeof(CGPU_DEVICE_PATH) - 1);` + "\n")
-	src.WriteString(`printf("CGPU_DEVICE_PATH %s\n", CGPU_DEVICE_PATH);` + "\n")
-	src.WriteString("return 0;}\n")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "probe.c"), []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "probe")
-	if out, err := exec.Command(cc, "-Wall", "-Werror", "-o", bin, filepath.Join(dir, "probe.c")).CombinedOutput(); err != nil {
-		t.Fatalf("compile probe: %v\n%s\n%s", err, out, src.String())
-	}
-	out, err := exec.Command(bin).Output()
-	if err != nil {
-		t.Fatalf("run probe: %v", err)
-	}
-	got := map[string]uint64{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 {
-			t.Fatalf("probe line %q", sc.Text())
-		}
-		if f[0] == "CGPU_DEVICE_PATH" {
-			if f[1] != DevicePath {
-				t.Errorf("CGPU_DEVICE_PATH %q, Go %q", f[1], DevicePath)
-			}
-			continue
-		}
-		n, err := strconv.ParseUint(f[1], 10, 64)
-		if err != nil {
-			t.Fatalf("probe line %q: %v", sc.Text(), err)
-		}
-		got[f[0]] = n
-	}
-	return got
+	p.Str("CGPU_DEVICE_PATH", "CGPU_DEVICE_PATH")
+	return p.Run(t)
 }
 
 func TestABIMatchesUAPIHeader(t *testing.T) {
@@ -125,17 +75,17 @@ func TestABIMatchesUAPIHeader(t *testing.T) {
 	for _, m := range mirrors {
 		t.Run(m.c, func(t *testing.T) {
 			typ := reflect.TypeOf(m.v)
-			if got, want := uint64(typ.Size()), c[m.c+".sizeof"]; got != want {
+			if got, want := uint64(typ.Size()), c.Num(t, m.c+".sizeof"); got != want {
 				t.Errorf("size: Go %d, C %d", got, want)
 			}
 			var covered uintptr
 			for i := range typ.NumField() {
 				f := typ.Field(i)
 				cf := f.Tag.Get("c")
-				if got, want := uint64(f.Offset), c[m.c+"."+cf+".offset"]; got != want {
+				if got, want := uint64(f.Offset), c.Num(t, m.c+"."+cf+".offset"); got != want {
 					t.Errorf("%s (%s): Go offset %d, C offset %d", cf, f.Name, got, want)
 				}
-				if got, want := uint64(f.Type.Size()), c[m.c+"."+cf+".size"]; got != want {
+				if got, want := uint64(f.Type.Size()), c.Num(t, m.c+"."+cf+".size"); got != want {
 					t.Errorf("%s (%s): Go size %d, C size %d", cf, f.Name, got, want)
 				}
 				covered += f.Type.Size()
@@ -147,12 +97,12 @@ func TestABIMatchesUAPIHeader(t *testing.T) {
 		})
 	}
 	for name, want := range constants {
-		if got, ok := c[name]; !ok || got != want {
+		if got := c.Num(t, name); got != want {
 			t.Errorf("%s: C %d, Go %d", name, got, want)
 		}
 	}
-	if c["CGPU_DEVICE_PATH.len"] != uint64(len(DevicePath)) {
-		t.Errorf("CGPU_DEVICE_PATH length differs")
+	if c["CGPU_DEVICE_PATH"] != DevicePath {
+		t.Errorf("CGPU_DEVICE_PATH %q, Go %q", c["CGPU_DEVICE_PATH"], DevicePath)
 	}
 }
 

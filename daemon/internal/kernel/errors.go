@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
 )
 
 // Error is a failed command: errors.Is matches both its sentinel (ErrNotFound,
@@ -65,24 +67,10 @@ func errnoError(op, detail string, errno unix.Errno) error {
 	return &Error{Op: op, Errno: errno, Sentinel: sentinelOf(errno), Detail: detail}
 }
 
-// ValidName says why name cannot be an instance name, or nil: 1..63 bytes
-// of [A-Za-z0-9_.-], not "." or "..", as the module checks. The error
-// carries no sentinel: the caller wraps it in its own.
-func ValidName(name string) error {
-	if name == "" || len(name) >= NameLen {
-		return fmt.Errorf("instance name %q: want 1..%d characters", name, NameLen-1)
-	}
-	if name == "." || name == ".." {
-		return fmt.Errorf("instance name %q is reserved", name)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return fmt.Errorf("instance name %q: character %q is not one of [A-Za-z0-9_.-]", name, c)
-		}
-	}
-	return nil
-}
+// ValidName says why cgpu.ko would refuse name, or nil: v1's rule for the
+// names of kernel instances. The error carries no sentinel: the caller
+// wraps it in its own.
+func ValidName(name string) error { return v1.ValidKernelName(name) }
 
 // invalid is an argument refused before the call, as the kernel would have
 // refused it (EINVAL).

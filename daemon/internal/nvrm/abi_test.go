@@ -1,16 +1,11 @@
 package nvrm
 
 import (
-	"bufio"
-	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
-	"strconv"
-	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/cgpu-dev/cgpu/daemon/internal/ctest"
 )
 
 // goLayouts pairs each Go mirror with the C struct in kmod/nv_abi.h and the
@@ -34,48 +29,17 @@ var goLayouts = []struct {
 // TestLayoutsMatchCHeader compiles a probe against kmod/nv_abi.h and
 // compares every size and listed offset with the Go mirror.
 func TestLayoutsMatchCHeader(t *testing.T) {
-	cc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not installed: cannot compile the C side of the layout comparison")
-	}
-	hdr, err := filepath.Abs("../../../kmod/nv_abi.h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src strings.Builder
-	src.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include \"" + hdr + "\"\nint main(void){\n")
+	p := ctest.New("../../../kmod/nv_abi.h")
 	for _, l := range goLayouts {
-		src.WriteString(`printf("` + l.c + ` sizeof %zu\n", sizeof(struct ` + l.c + "));\n")
+		p.Num(l.c+".sizeof", "sizeof(struct "+l.c+")")
 		for _, cf := range l.fields {
-			src.WriteString(`printf("` + l.c + " " + cf + ` %zu\n", offsetof(struct ` + l.c + ", " + cf + "));\n")
+			p.Num(l.c+"."+cf, "offsetof(struct "+l.c+", "+cf+")")
 		}
 	}
-	src.WriteString("return 0;}\n")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "probe.c"), []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "probe")
-	if out, err := exec.Command(cc, "-Wall", "-Werror", "-o", bin, filepath.Join(dir, "probe.c")).CombinedOutput(); err != nil {
-		t.Fatalf("compile probe: %v\n%s", err, out)
-	}
-	out, err := exec.Command(bin).Output()
-	if err != nil {
-		t.Fatalf("run probe: %v", err)
-	}
-	want := map[string]uintptr{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		n, err := strconv.ParseUint(f[2], 10, 64)
-		if err != nil {
-			t.Fatalf("probe line %q: %v", sc.Text(), err)
-		}
-		want[f[0]+" "+f[1]] = uintptr(n)
-	}
+	c := p.Run(t)
 	for _, l := range goLayouts {
 		typ := reflect.TypeOf(l.v)
-		if got, w := typ.Size(), want[l.c+" sizeof"]; got != w {
+		if got, w := uint64(typ.Size()), c.Num(t, l.c+".sizeof"); got != w {
 			t.Errorf("%s: Go size %d, C size %d", l.c, got, w)
 		}
 		for gf, cf := range l.fields {
@@ -83,7 +47,7 @@ func TestLayoutsMatchCHeader(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s: no Go field %s", typ, gf)
 			}
-			if got, w := sf.Offset, want[l.c+" "+cf]; got != w {
+			if got, w := uint64(sf.Offset), c.Num(t, l.c+"."+cf); got != w {
 				t.Errorf("%s.%s: Go offset %d, C offset %d", l.c, cf, got, w)
 			}
 		}

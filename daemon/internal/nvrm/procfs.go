@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
 )
 
 // ErrNoDriver means the driver's procfs directory is absent: no NVIDIA
@@ -77,7 +79,7 @@ func ParseInformation(busID, text string) (ProcGPU, error) {
 			g.UUID = val
 		case "Device Minor":
 			n, err := strconv.Atoi(val)
-			if err != nil || n < 0 || n > 247 {
+			if err != nil || n < 0 || n > v1.MaxGPUMinor {
 				return g, fmt.Errorf("gpu %s: bad device minor %q", busID, val)
 			}
 			g.Minor = n

@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -18,16 +17,14 @@ import (
 
 // Bounds past which a value is absurd whatever the GPUs are; the Manager
 // checks the real ones (a GPU's memory, the instance cap, max weight).
+// Names and memory follow v1's rules, the ones cgpu.ko checks.
 const (
-	maxMemory      = 1 << 50 // 1 PiB per GPU
 	maxWeight      = 1 << 10
 	maxGPUs        = 64
 	maxContainerID = 256
 	maxCgroup      = 4096
 	maxGPURef      = 96 // a UUID is 40
 )
-
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,48}$`)
 
 // decodeJSON reads exactly one JSON value of type T, no unknown fields, at
 // most MaxBody bytes.
@@ -89,8 +86,8 @@ func bodyError(err error) error {
 }
 
 func validName(name string) error {
-	if !nameRE.MatchString(name) {
-		return badRequest(fmt.Sprintf("instance name %q: 1 to 48 characters of A-Z a-z 0-9 _ . -", name))
+	if err := v1.ValidName(name); err != nil {
+		return badRequest(err.Error())
 	}
 	return nil
 }
@@ -105,11 +102,8 @@ func printable(s string) bool {
 }
 
 func validMemory(m uint64) error {
-	if m == 0 {
-		return badRequest("memory: 0 bytes; give the slice in bytes")
-	}
-	if m > maxMemory {
-		return badRequest(fmt.Sprintf("memory: %d bytes is more than any GPU has (the API takes bytes, not GiB or MiB)", m))
+	if err := v1.ValidMemory(m); err != nil {
+		return badRequest(err.Error())
 	}
 	return nil
 }
