@@ -5,7 +5,11 @@
  * cgpu_ctl.c    /dev/cgpu, the control ABI (include/uapi/cgpu.h)
  * cgpu_inst.c   instances and their cgroup v2 attachments
  * cgpu_hook.c   ftrace hooks on the driver's entry points
- * cgpu_nv.c     nvidia.ko calls: admission, accounting, memory info
+ * cgpu_nv.c     nvidia.ko calls: decoded and routed to
+ *   cgpu_admit.c    device memory: admission and accounting
+ *   cgpu_vidheap.c  VID_HEAP_CONTROL
+ *   cgpu_meminfo.c  the memory the card reports
+ *   cgpu_gpumap.c   the driver's GPUs (deviceId -> minor) and version
  * cgpu_uvm.c    nvidia-uvm.ko calls: no managed memory in a slice
  * cgpu_track.c  the RM objects behind each charge
  * cgpu_proc.c   the /proc/cgpu_km compat view

@@ -173,13 +173,73 @@ extern atomic_t cgpu_nr_umaps;
 int cgpu_track_init(void);
 void cgpu_track_exit(void);
 
-/* cgpu_nv.c: the nvidia.ko entry points and what they mean */
+/*
+ * The nvidia.ko entry points and what they mean, one job a file:
+ *   cgpu_nv.c       the ioctl and close wrappers: decode, route
+ *   cgpu_admit.c    device memory: admission and accounting
+ *   cgpu_vidheap.c  VID_HEAP_CONTROL
+ *   cgpu_meminfo.c  the memory the card reports
+ *   cgpu_gpumap.c   what the driver tells us about its GPUs and itself
+ */
+struct nva_os54_control;
+
+/* One escape as the driver will see it. */
+struct cgpu_call {
+	struct file *f;
+	unsigned int cmd;
+	unsigned long arg;
+	u32 nr;
+	u32 size;
+	void __user *uarg;	/* the escape's parameters */
+};
+
+/* cgpu_nv.c */
 bool cgpu_nv_ioctl_wanted(unsigned int cmd, unsigned long arg);
 long cgpu_nv_ioctl(struct file *f, unsigned int cmd, unsigned long arg);
 int cgpu_nv_close(struct inode *inode, struct file *f);
 extern long (*cgpu_orig_nv_ioctl)(struct file *f, unsigned int cmd,
 				  unsigned long arg);
 extern int (*cgpu_orig_nv_close)(struct inode *inode, struct file *f);
+unsigned int cgpu_nv_cmd(u32 nr, u32 size);
+long cgpu_nv_refuse(struct cgpu_call *c, size_t status_off, u32 status);
+
+static inline long cgpu_nv_orig(struct cgpu_call *c)
+{
+	return cgpu_orig_nv_ioctl(c->f, c->cmd, c->arg);
+}
+
+/* cgpu_admit.c */
+/* A vidmem allocation about to be made, and how to read its outcome. */
+struct cgpu_memreq {
+	u32 h_root;
+	u32 h_parent;
+	u64 size;
+	u32 attr;
+	size_t status_off;
+	bool is64;		/* RM_ALLOC: NVOS64, not NVOS21 */
+	/* reads the write-back: 0 and the outcome, or -EFAULT */
+	int (*outcome)(struct cgpu_call *c, struct cgpu_memreq *r, u32 *status,
+		       u32 *h_mem, u64 *actual, bool *vidmem);
+	void __user *uparams;	/* RM_ALLOC: the NV_MEMORY_ALLOCATION_PARAMS */
+};
+
+long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r,
+		    struct cgpu_inst *inst);
+long cgpu_nv_alloc(struct cgpu_call *c);
+long cgpu_nv_free(struct cgpu_call *c);
+long cgpu_nv_dup(struct cgpu_call *c);
+
+/* cgpu_vidheap.c */
+long cgpu_nv_vidheap(struct cgpu_call *c);
+
+/* cgpu_meminfo.c */
+long cgpu_nv_fb_info(struct cgpu_call *c, const struct nva_os54_control *ctl);
+
+/* cgpu_gpumap.c */
+long cgpu_nv_gpu_id_info(struct cgpu_call *c,
+			 const struct nva_os54_control *ctl);
+long cgpu_nv_card_info(struct cgpu_call *c);
+long cgpu_nv_version(struct cgpu_call *c);
 void cgpu_nv_learn_version(const char *s, size_t len);
 u32 cgpu_nv_minor_of_device(u32 device_id);
 extern bool cgpu_uvm_new_layout;

@@ -580,7 +580,7 @@ void cgpu_track_object(struct file *file, u32 h_client, u32 h_parent,
 		goto unlock;
 	o = kmem_cache_zalloc(cgpu_obj_cache, GFP_KERNEL);
 	if (!o)
-		goto unlock;	/* the GPU is then guessed, see cgpu_nv.c */
+		goto unlock;	/* the GPU is then guessed, see cgpu_admit.c */
 	o->parent = h_parent;
 	if (cls == NVA_CLASS_DEVICE) {
 		o->type = CGPU_OBJ_DEVICE;
