@@ -19,10 +19,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"time"
 
 	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
+	"github.com/cgpu-dev/cgpu/internal/stats"
 )
 
 type benchCase struct {
@@ -104,20 +104,20 @@ func run(cgpuctl string, n int) error {
 			}
 		}
 	}
-	base50, base99 := pct(cases[0].times, 50), pct(cases[0].times, 99)
+	base50, base99 := stats.Percentile(cases[0].times, 50), stats.Percentile(cases[0].times, 99)
 	fmt.Printf("%-22s %6s %10s %10s %10s %10s\n", "case", "runs", "p50", "p99", "p50/true", "p99/true")
 	for _, c := range cases {
-		p50, p99 := pct(c.times, 50), pct(c.times, 99)
+		p50, p99 := stats.Percentile(c.times, 50), stats.Percentile(c.times, 99)
 		fmt.Printf("%-22s %6d %10s %10s %10.2f %10.2f\n", c.name, len(c.times), ms(p50), ms(p99),
 			float64(p50)/float64(base50), float64(p99)/float64(base99))
 	}
 	fmt.Println("targets: hook with a slice < 10 ms p99; a container without a slice pays < 2 ms (no-slice p50 minus true p50)")
 	for _, c := range cases {
-		fmt.Printf("bench: %s_p50 %.3f ms\n", c.key, msf(pct(c.times, 50)))
-		fmt.Printf("bench: %s_p99 %.3f ms\n", c.key, msf(pct(c.times, 99)))
+		fmt.Printf("bench: %s_p50 %.3f ms\n", c.key, msf(stats.Percentile(c.times, 50)))
+		fmt.Printf("bench: %s_p99 %.3f ms\n", c.key, msf(stats.Percentile(c.times, 99)))
 	}
-	fmt.Printf("bench: hook_create_p99_over_true %.2f ratio\n", float64(pct(cases[2].times, 99))/float64(base99))
-	fmt.Printf("bench: hook_noslice_cost_p50 %.3f ms\n", msf(pct(cases[1].times, 50)-base50))
+	fmt.Printf("bench: hook_create_p99_over_true %.2f ratio\n", float64(stats.Percentile(cases[2].times, 99))/float64(base99))
+	fmt.Printf("bench: hook_noslice_cost_p50 %.3f ms\n", msf(stats.Percentile(cases[1].times, 50)-base50))
 	return nil
 }
 
@@ -160,16 +160,6 @@ func serve(sock string) (func(), error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	return func() { _ = srv.Close() }, nil
-}
-
-func pct(d []time.Duration, p int) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := (len(s)*p + 99) / 100
-	if i < 1 {
-		i = 1
-	}
-	return s[i-1]
 }
 
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/cgpu-dev/cgpu/daemon/internal/gpu"
 	"github.com/cgpu-dev/cgpu/daemon/internal/kernel"
 	"github.com/cgpu-dev/cgpu/daemon/internal/state"
+	"github.com/cgpu-dev/cgpu/internal/stats"
 )
 
 // benchDir is where the benchmarks' state file goes: it must be a real
@@ -48,10 +48,9 @@ func (l *latencies) report(b *testing.B, what string) {
 	if len(l.d) == 0 {
 		return
 	}
-	sort.Slice(l.d, func(i, j int) bool { return l.d[i] < l.d[j] })
-	q := func(p float64) float64 { return float64(l.d[int(p*float64(len(l.d)-1))].Microseconds()) }
-	b.ReportMetric(q(0.5), what+"-p50-µs")
-	b.ReportMetric(q(0.99), what+"-p99-µs")
+	q := func(p int) float64 { return float64(stats.Percentile(l.d, p).Microseconds()) }
+	b.ReportMetric(q(50), what+"-p50-µs")
+	b.ReportMetric(q(99), what+"-p99-µs")
 }
 
 // BenchmarkFsyncWrite is the floor: one durable write of a new record,

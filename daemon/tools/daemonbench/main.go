@@ -21,13 +21,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/cgpu-dev/cgpu/internal/stats"
 )
 
 const (
@@ -185,16 +186,6 @@ func roundTripsOn(c *http.Client, n, workers int, path string) ([]time.Duration,
 	}
 	wg.Wait()
 	return lat, time.Since(start), firstErr
-}
-
-func pct(ds []time.Duration, p float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	i := int(float64(len(s)-1) * p)
-	return s[i]
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -387,11 +378,11 @@ func run(nSeq, nConc, nFsync int, real, filter bool) error {
 		fmt.Printf("cgpud API benchmark (kernel.Fake, in-memory device filter; socket, HTTP, validation, Manager, bbolt+fsync real), %d GPUs\n", numGPUs)
 	}
 	fmt.Printf("%-34s %12s %10s %10s\n", "", "trips/s", "p50 ms", "p99 ms")
-	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", "create+destroy, 1 client", seqRate, ms(pct(seqLat, .5)), ms(pct(seqLat, .99)))
-	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", fmt.Sprintf("create+destroy, %d clients", clients), concRate, ms(pct(concLat, .5)), ms(pct(concLat, .99)))
-	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", "empty handler, 1 client", eSeqRate, ms(pct(eSeqLat, .5)), ms(pct(eSeqLat, .99)))
-	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", fmt.Sprintf("empty handler, %d clients", clients), eConcRate, ms(pct(eConcLat, .5)), ms(pct(eConcLat, .99)))
-	fmt.Printf("%-34s %12s %10.3f %10.3f\n", "one fsync'd bbolt write", "", ms(pct(floor, .5)), ms(pct(floor, .99)))
+	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", "create+destroy, 1 client", seqRate, ms(stats.Percentile(seqLat, 50)), ms(stats.Percentile(seqLat, 99)))
+	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", fmt.Sprintf("create+destroy, %d clients", clients), concRate, ms(stats.Percentile(concLat, 50)), ms(stats.Percentile(concLat, 99)))
+	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", "empty handler, 1 client", eSeqRate, ms(stats.Percentile(eSeqLat, 50)), ms(stats.Percentile(eSeqLat, 99)))
+	fmt.Printf("%-34s %12.0f %10.3f %10.3f\n", fmt.Sprintf("empty handler, %d clients", clients), eConcRate, ms(stats.Percentile(eConcLat, 50)), ms(stats.Percentile(eConcLat, 99)))
+	fmt.Printf("%-34s %12s %10.3f %10.3f\n", "one fsync'd bbolt write", "", ms(stats.Percentile(floor, 50)), ms(stats.Percentile(floor, 99)))
 	fmt.Printf("%-34s %12s %10.1f MiB (peak %.1f MiB)\n", fmt.Sprintf("daemon RSS, %d instances", numGPUs*perGPU), "", float64(rss)/(1<<20), float64(hwm)/(1<<20))
 	fmt.Printf("(latencies are of the create request; a trip is a create and a destroy)\n")
 
@@ -401,13 +392,13 @@ func run(nSeq, nConc, nFsync int, real, filter bool) error {
 	line2("daemon_seq_roundtrips", seqRate, "trips/s")
 	line2("daemon_conc32_roundtrips", concRate, "trips/s")
 	line2("daemon_conc32_over_seq", concRate/seqRate, "x")
-	line2("daemon_create_p50", ms(pct(seqLat, .5)), "ms")
-	line2("daemon_create_p99", ms(pct(seqLat, .99)), "ms")
-	line2("daemon_fsync_write_p50", ms(pct(floor, .5)), "ms")
-	line2("daemon_fsync_write_p99", ms(pct(floor, .99)), "ms")
-	line2("daemon_create_p99_over_fsync_p99", ms(pct(seqLat, .99)-pct(floor, .99)), "ms")
+	line2("daemon_create_p50", ms(stats.Percentile(seqLat, 50)), "ms")
+	line2("daemon_create_p99", ms(stats.Percentile(seqLat, 99)), "ms")
+	line2("daemon_fsync_write_p50", ms(stats.Percentile(floor, 50)), "ms")
+	line2("daemon_fsync_write_p99", ms(stats.Percentile(floor, 99)), "ms")
+	line2("daemon_create_p99_over_fsync_p99", ms(stats.Percentile(seqLat, 99)-stats.Percentile(floor, 99)), "ms")
 	line2("daemon_empty_seq_roundtrips", eSeqRate, "trips/s")
-	line2("daemon_empty_create_p50", ms(pct(eSeqLat, .5)), "ms")
+	line2("daemon_empty_create_p50", ms(stats.Percentile(eSeqLat, 50)), "ms")
 	line2("daemon_seq_over_empty", seqRate/eSeqRate, "x")
 	line2(fmt.Sprintf("daemon_rss_%d_instances", numGPUs*perGPU), float64(rss)/(1<<20), "MiB")
 	ok := func(b bool) string {
@@ -420,7 +411,7 @@ func run(nSeq, nConc, nFsync int, real, filter bool) error {
 		fmt.Printf("(the targets are the host's; the guest runs under TCG emulation and its /tmp is tmpfs)\n")
 	}
 	fmt.Printf("targets: p99 create <= fsync p99 + 1 ms: %s; 32 clients >= 5x sequential: %s; RSS < 40 MiB: %s\n",
-		ok(pct(seqLat, .99) <= pct(floor, .99)+time.Millisecond), ok(concRate >= 5*seqRate), ok(rss < 40<<20))
+		ok(stats.Percentile(seqLat, 99) <= stats.Percentile(floor, 99)+time.Millisecond), ok(concRate >= 5*seqRate), ok(rss < 40<<20))
 	return nil
 }
 

@@ -18,9 +18,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
+
+	"github.com/cgpu-dev/cgpu/internal/stats"
 )
 
 type benchCase struct {
@@ -111,38 +112,21 @@ func runcCmd(runc, dir string, args ...string) (time.Duration, error) {
 	return d, nil
 }
 
-// quantile is the nearest-rank q-quantile of ds.
-func quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
-	rank := int(q*float64(len(s))+0.999999) - 1
-	if rank < 0 {
-		rank = 0
-	}
-	if rank >= len(s) {
-		rank = len(s) - 1
-	}
-	return s[rank]
-}
-
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func report(cases []*benchCase) {
 	base := cases[0]
-	b50, b99 := quantile(base.starts, 0.5), quantile(base.starts, 0.99)
+	b50, b99 := stats.Percentile(base.starts, 50), stats.Percentile(base.starts, 99)
 	fmt.Printf("%-16s %5s %12s %12s %10s %10s %16s\n", "case", "n", "start p50 ms", "start p99 ms", "p50 ratio", "p99 ratio", "delete p50 ms")
 	for _, c := range cases {
-		p50, p99 := quantile(c.starts, 0.5), quantile(c.starts, 0.99)
+		p50, p99 := stats.Percentile(c.starts, 50), stats.Percentile(c.starts, 99)
 		fmt.Printf("%-16s %5d %12.2f %12.2f %10.3f %10.3f %16.2f\n", c.name, len(c.starts), ms(p50), ms(p99),
-			float64(p50)/float64(b50), float64(p99)/float64(b99), ms(quantile(c.stops, 0.5)))
+			float64(p50)/float64(b50), float64(p99)/float64(b99), ms(stats.Percentile(c.stops, 50)))
 	}
 	fmt.Println()
 	for _, c := range cases {
 		key := strings.ReplaceAll(c.name, "-", "_")
-		p50, p99 := quantile(c.starts, 0.5), quantile(c.starts, 0.99)
+		p50, p99 := stats.Percentile(c.starts, 50), stats.Percentile(c.starts, 99)
 		fmt.Printf("bench: runc_start_%s_p50 %.2f ms\n", key, ms(p50))
 		fmt.Printf("bench: runc_start_%s_p99 %.2f ms\n", key, ms(p99))
 		if c == base {
