@@ -72,7 +72,7 @@ load_modules() {
 	local m
 	[ "$CGPU_NO_LOAD" = 1 ] && return 0
 	for m in nvmock cgpu; do
-		[ -f "$CGPU/modules/$m.ko" ] || continue
+		[ -f "$CGPU/modules/$m.ko" ] || setup_failed "no $m.ko packed (CGPU_VM_MODULES without --no-load?)"
 		insmod "$CGPU/modules/$m.ko" || setup_failed "insmod $m.ko"
 		echo "vm: loaded $m.ko"
 	done
@@ -219,13 +219,15 @@ run_suites() {
 	for s in $CGPU_SUITES; do
 		ran=0
 		for f in "$CGPU/suites/$s"/*.sh; do
-			if [ ! -f "$f" ] || [ ! -x "$f" ]; then
+			[ -f "$f" ] || continue # no match: the glob itself
+			ran=1
+			if [ ! -x "$f" ]; then
+				result FAIL "$s/$(basename "$f" .sh)" "not executable"
 				continue
 			fi
-			ran=1
 			run_test "$s" "$f"
 		done
-		[ "$ran" = 1 ] || echo "vm: suite $s has no executable *.sh test"
+		[ "$ran" = 1 ] || result FAIL "$s" "the suite has no *.sh test"
 	done
 	if [ "$CGPU_KMEMLEAK" = 1 ]; then
 		echo "=== RUN   kernel/kmemleak"

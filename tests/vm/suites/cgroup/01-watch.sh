@@ -6,7 +6,7 @@
 . /opt/cgpu/lib.sh
 
 bin=/opt/cgpu/bin/cgroup.test
-[ -x $bin ] || skip "no $bin (make guest builds it through mk/instance.mk)"
+[ -x $bin ] || fail "no $bin (make guest builds it: guest-cgroup)"
 
 CGPU_VM=1 $bin -test.v -test.count=1 -test.run '^TestVM' >/tmp/cgroup.out 2>&1
 rc=$?

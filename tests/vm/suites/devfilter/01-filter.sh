@@ -6,7 +6,7 @@
 . /opt/cgpu/lib.sh
 
 bin=/opt/cgpu/bin/devfilter.test
-[ -x $bin ] || skip "no $bin (make guest builds it through mk/devfilter.mk)"
+[ -x $bin ] || fail "no $bin (make guest builds it: guest-devfilter)"
 [ -e /dev/nvidia1 ] || reload_nvmock num_gpus=2
 
 CGPU_VM=1 $bin -test.v -test.count=1 -test.run '^TestVM' >/tmp/devfilter.out 2>&1

@@ -7,7 +7,7 @@
 . /opt/cgpu/lib.sh
 
 bin=/opt/cgpu/bin/devfilter.test
-[ -x $bin ] || skip "no $bin (make guest builds it through mk/devfilter.mk)"
+[ -x $bin ] || fail "no $bin (make guest builds it: guest-devfilter)"
 [ -e /dev/nvidia1 ] || reload_nvmock num_gpus=2
 cg=/sys/fs/cgroup/devfilter-restart
 export CGPU_VM=1 CGPU_VM_STATE=/tmp/devfilter.state

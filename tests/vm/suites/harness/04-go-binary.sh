@@ -1,11 +1,11 @@
 #!/bin/sh
-# A static Go binary from build/guest/bin runs in the guest (nvinfo, when
-# the top-level Makefile's guest target has built it).
+# A static Go binary from build/guest/bin runs in the guest (nvinfo, which
+# make guest builds).
 # shellcheck source=SCRIPTDIR/../../lib.sh
 . /opt/cgpu/lib.sh
 
 bin=/opt/cgpu/bin/nvinfo
-[ -x $bin ] || skip "no $bin (build/guest/bin has no nvinfo yet)"
+[ -x $bin ] || fail "no $bin (make guest builds it)"
 out=$($bin --help 2>&1)
 rc=$?
 echo "$out" | head -20
