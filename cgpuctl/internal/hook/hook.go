@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
 	"github.com/cgpu-dev/cgpu/internal/contract"
 )
@@ -28,13 +30,15 @@ const (
 	mib       = uint64(1) << 20
 )
 
-// State is the part of the OCI container state the hook reads.
-type State struct {
-	OCIVersion string `json:"ociVersion"`
-	ID         string `json:"id"`
-	Status     string `json:"status"`
-	Pid        int    `json:"pid"`
-	Bundle     string `json:"bundle"`
+// State is the OCI container state a runtime gives its hooks on stdin.
+type State = specs.State
+
+// bundleConfig is the part of a bundle's config.json the hook reads. The
+// rest of specs.Spec is not decoded: a field the hook never uses, typed
+// otherwise than this runtime-spec version says, must not stop a
+// container that asked for no slice.
+type bundleConfig struct {
+	Process *specs.Process `json:"process"`
 }
 
 // Daemon is the part of cgpud's API the hook uses (*v1.Client has it).
@@ -113,17 +117,15 @@ func ReadEnv(bundle string) ([]string, error) {
 		return nil, fmt.Errorf("read the bundle's config: %w", err)
 	}
 	defer f.Close()
-	var spec struct {
-		Process *struct {
-			Env []string `json:"env"`
-		} `json:"process"`
-	}
+	var spec bundleConfig
 	lr := &io.LimitedReader{R: bufio.NewReader(f), N: maxConfig + 1}
-	if err := json.NewDecoder(lr).Decode(&spec); err != nil {
-		return nil, fmt.Errorf("parse %s: %v", p, err)
-	}
+	err = json.NewDecoder(lr).Decode(&spec)
 	if lr.N <= 0 {
+		// Checked first: past the bound, the decoder saw a cut text.
 		return nil, fmt.Errorf("%s is over %d bytes", p, maxConfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %v", p, err)
 	}
 	if spec.Process == nil {
 		return nil, nil
@@ -303,7 +305,7 @@ func (h *Hook) Poststop(ctx context.Context, stdin io.Reader) (Result, error) {
 // call one command for several stages (hooks.d): "stopped" is poststop,
 // anything else (creating, created) is the create stage.
 func Stage(st State) string {
-	if st.Status == "stopped" {
+	if st.Status == specs.StateStopped {
 		return "poststop"
 	}
 	return "create-runtime"

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
 	"github.com/cgpu-dev/cgpu/internal/contract"
 )
@@ -64,8 +66,7 @@ func (f *fakeDaemon) DestroyInstance(_ context.Context, name string, force bool)
 func bundle(t *testing.T, env ...string) (dir, proc string) {
 	t.Helper()
 	dir = t.TempDir()
-	cfg := map[string]any{"ociVersion": "1.0.2", "process": map[string]any{"args": []string{"sh"}, "env": env}}
-	b, _ := json.Marshal(cfg)
+	b, _ := json.Marshal(specs.Spec{Version: "1.0.2", Process: &specs.Process{Args: []string{"sh"}, Env: env}})
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func bundle(t *testing.T, env ...string) (dir, proc string) {
 }
 
 func state(id string, pid int, bundle, status string) string {
-	b, _ := json.Marshal(State{OCIVersion: "1.0.2", ID: id, Pid: pid, Bundle: bundle, Status: status})
+	b, _ := json.Marshal(State{Version: "1.0.2", ID: id, Pid: pid, Bundle: bundle, Status: specs.ContainerState(status)})
 	return string(b)
 }
 
@@ -205,6 +206,27 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+	t.Run("config.json over the bound", func(t *testing.T) {
+		big := t.TempDir()
+		pad := `{"process":{"env":["` + contract.EnvMem + `=4"]},"annotations":{"x":"` + strings.Repeat("x", maxConfig) + `"}}`
+		if err := os.WriteFile(filepath.Join(big, "config.json"), []byte(pad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadEnv(big); err == nil || !strings.Contains(err.Error(), "over 16777216 bytes") {
+			t.Errorf("err = %v, want the config bound", err)
+		}
+	})
+	t.Run("a field outside process the hook does not read", func(t *testing.T) {
+		odd := t.TempDir()
+		cfg := `{"ociVersion":"1.0.2","linux":5,"mounts":"none","process":{"args":["sh"],"env":["A=1","` + contract.EnvMem + `=4"]}}`
+		if err := os.WriteFile(filepath.Join(odd, "config.json"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env, err := ReadEnv(odd)
+		if err != nil || !reflect.DeepEqual(env, []string{"A=1", contract.EnvMem + "=4"}) {
+			t.Errorf("env %q, err %v", env, err)
+		}
+	})
 	t.Run("config without process is no slice", func(t *testing.T) {
 		h := New(WithProcRoot(proc), WithDaemon(func() Daemon { t.Error("daemon contacted"); return nil }))
 		res, err := h.CreateRuntime(context.Background(), strings.NewReader(state("a", 4242, noProc, "creating")))
