@@ -12,29 +12,6 @@ import (
 	"time"
 )
 
-// The shipped example must say exactly the defaults.
-func TestExampleIsTheDefaults(t *testing.T) {
-	c, err := LoadFile("testdata/cgpud.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(c, Default()) {
-		t.Errorf("the example differs from the defaults in %v", c.Changed(Default()))
-	}
-	if err := Default().Validate(); err != nil {
-		t.Errorf("defaults: %v", err)
-	}
-	// Every key is in the example, so it documents all of them.
-	b, _ := os.ReadFile("testdata/cgpud.toml")
-	typ := reflect.TypeOf(Config{})
-	for i := range typ.NumField() {
-		key := typ.Field(i).Tag.Get("toml")
-		if !bytes.Contains(b, []byte("\n"+key+" = ")) {
-			t.Errorf("the example lacks %s", key)
-		}
-	}
-}
-
 func TestDecode(t *testing.T) {
 	tests := []struct {
 		name, doc string
