@@ -30,14 +30,15 @@
 #define CGPU_NV_ERR_INVALID_POINTER	0x3D
 
 /*
- * The size NV01_MEMORY_LOCAL_USER will charge [10.11]: DEFAULT pages are
- * 2 MiB from 2 MiB up and 64 KiB below; the size is rounded up to the page.
+ * The size NV01_MEMORY_LOCAL_USER will charge [10.11], rounded as nvmock
+ * rounds it (nva_alloc_size()).  A size of 0 or past CGPU_MEM_LIMIT_MAX is
+ * left as it is: the driver refuses the one, admission the other.
  */
 static u64 cgpu_nv_round(u64 size, u32 attr)
 {
 	if (!size || size > CGPU_MEM_LIMIT_MAX)
 		return size;
-	return round_up(size, nva_page_bytes(nva_page_size_attr(attr, size, 0)));
+	return nva_alloc_size(attr, size, 0);
 }
 
 /*

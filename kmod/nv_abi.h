@@ -147,8 +147,7 @@
  * [10.11] The page size an allocation of size bytes gets: attr's PAGE_SIZE
  * field, DEFAULT resolved to 2 MiB from 2 MiB up and 64 KiB below (4 KiB
  * for system memory).  Returns NVA_ATTR_PAGE_SIZE_4KB, _BIG or _HUGE; the
- * size is then rounded up to nva_page_bytes() of it.  Shared by cgpu's
- * admission and nvmock's allocator so that both round alike.
+ * size is then rounded up to nva_page_bytes() of it (nva_alloc_size()).
  */
 static inline __u32 nva_page_size_attr(__u32 attr, __u64 size, int sysmem)
 {
@@ -172,6 +171,19 @@ static inline __u64 nva_page_bytes(__u32 page_size_attr)
 	default:
 		return NVA_PAGE_HUGE;
 	}
+}
+
+/*
+ * [10.11] The size an allocation of size bytes gets: rounded up to its page
+ * (nva_page_size_attr()).  The one rounding of cgpu's admission and of
+ * nvmock's allocator, so that both charge alike.  Callers bound size first
+ * (both to at most 2^48), so the sum cannot wrap.
+ */
+static inline __u64 nva_alloc_size(__u32 attr, __u64 size, int sysmem)
+{
+	__u64 page = nva_page_bytes(nva_page_size_attr(attr, size, sysmem));
+
+	return (size + page - 1) & ~(page - 1);
 }
 
 /* NVOS32 functions [3] */

@@ -110,13 +110,15 @@ void nvm_mem_put(struct nvm_mem *mem)
 }
 
 /*
- * Size rounding of [10.11]: the page size comes from attr PAGE_SIZE, DEFAULT
- * picks 2 MiB from 2 MiB up and 64 KiB below (4 KiB for system memory); the
- * size is rounded up to it and the alignment is the page.
+ * Size rounding of [10.11], as cgpu's admission predicts it (nv_abi.h): the
+ * page size comes from attr PAGE_SIZE, DEFAULT picks 2 MiB from 2 MiB up
+ * and 64 KiB below (4 KiB for system memory); the size is rounded up to it,
+ * the alignment is the page, and attr/attr2 are written back with it.
  */
 static u32 nvm_mem_round(u32 cls, u64 cap, u32 *attr, u32 *attr2, u64 *size,
 			 u64 *align)
 {
+	int sysmem = cls == NVA_CLASS_MEMORY_SYSTEM;
 	u32 pg;
 	u64 page;
 
@@ -124,8 +126,10 @@ static u32 nvm_mem_round(u32 cls, u64 cap, u32 *attr, u32 *attr2, u64 *size,
 		return NVA_ERR_INVALID_ARGUMENT;
 	if (*size > cap)
 		return NVA_ERR_NO_MEMORY;
-	pg = nva_page_size_attr(*attr, *size, cls == NVA_CLASS_MEMORY_SYSTEM);
+	pg = nva_page_size_attr(*attr, *size, sysmem);
 	page = nva_page_bytes(pg);
+	/* size <= cap <= 2^48, so this cannot wrap */
+	*size = nva_alloc_size(*attr, *size, sysmem);
 	if (pg == NVA_ATTR_PAGE_SIZE_HUGE) {
 		*attr2 &= ~NVA_ATTR2_PAGE_SIZE_HUGE_MASK;
 		*attr2 |= FIELD_PREP(NVA_ATTR2_PAGE_SIZE_HUGE_MASK,
@@ -133,8 +137,6 @@ static u32 nvm_mem_round(u32 cls, u64 cap, u32 *attr, u32 *attr2, u64 *size,
 	}
 	*attr &= ~NVA_ATTR_PAGE_SIZE_MASK;
 	*attr |= FIELD_PREP(NVA_ATTR_PAGE_SIZE_MASK, pg);
-	/* size <= cap <= 2^48, so this cannot wrap */
-	*size = round_up(*size, page);
 	*align = page;
 	return NVA_OK;
 }
