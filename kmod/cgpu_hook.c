@@ -8,7 +8,7 @@
  *    &nvidia_fops / &uvm_fops, the inode is still 195:N or nvidia-uvm's,
  *    so every check the driver makes on fds handed to it (REGISTER_FD,
  *    RM_MAP_MEMORY, UVM_MM_INITIALIZE, nv_match_dev_state, uvm_fops
- *    identity; nvidia-abi.md 8) keeps passing;
+ *    identity; docs/nvidia-abi.md 8) keeps passing;
  *  - uvm_fops is const and the entry points are static, so there is
  *    nothing to patch but the code itself; ftrace patches the fentry call
  *    every function already has, resolved by name at run time;

@@ -38,8 +38,8 @@
 /*
  * Charges are kept in 4 KiB units (a u32 in each allocation's record, so
  * one allocation may be up to 16 TiB).  The driver's sizes are whole pages
- * [nvidia-abi.md 10.11], so this is exact; a size that is not a whole unit
- * is charged rounded up, and a larger one is not admitted.
+ * [docs/nvidia-abi.md 10.11], so this is exact; a size that is not a whole
+ * unit is charged rounded up, and a larger one is not admitted.
  */
 #define CGPU_CHARGE_SHIFT	12
 #define CGPU_CHARGE_MAX		((u64)U32_MAX << CGPU_CHARGE_SHIFT)

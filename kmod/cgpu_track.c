@@ -5,13 +5,13 @@
  * every charged memory handle, so that each charge is credited exactly once
  * whichever way the memory goes:
  *  - RM_FREE of the memory, or of an ancestor (subdevice, device, client):
- *    RM frees descendants with the object [nvidia-abi.md 10.3];
+ *    RM frees descendants with the object [docs/nvidia-abi.md 10.3];
  *  - close of the fd that made the client (RM frees the fd's clients), which
  *    is also what process exit and kill -9 come down to;
  *  - RM_DUP_OBJECT handles share their source's charge (reference count);
  *  - a UVM external mapping holds the memory too (UVM keeps its own
- *    duplicate, nvidia-abi.md 4): the charge stays until the mapping goes
- *    (UVM_FREE of its range, or close of the UVM fd), so RM_FREE of a
+ *    duplicate, docs/nvidia-abi.md 4): the charge stays until the mapping
+ *    goes (UVM_FREE of its range, or close of the UVM fd), so RM_FREE of a
  *    mapped handle cannot make room that is still in use.
  *
  * Client handles are global in RM, so a client is found by its handle

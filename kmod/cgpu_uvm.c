@@ -3,8 +3,8 @@
  * Managed memory (cudaMallocManaged) would escape the slice: it is backed
  * by whatever memory UVM chooses.  In the driver an mmap of the UVM fd
  * creates a managed range, unless it matches a range made beforehand by
- * ALLOC_SEMAPHORE_POOL [nvidia-abi.md 7, 10.7].  So for attached tasks the
- * mmap hook allows exactly the semaphore pools it saw being made and
+ * ALLOC_SEMAPHORE_POOL [docs/nvidia-abi.md 7, 10.7].  So for attached tasks
+ * the mmap hook allows exactly the semaphore pools it saw being made and
  * refuses every other mapping of the UVM fd with -EPERM (what an LSM
  * refusing the mapping would say; CUDA reports it as not supported).  The
  * UVM device itself stays usable: CUDA cannot initialise without it.

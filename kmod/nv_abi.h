@@ -2,7 +2,7 @@
 /*
  * Our own description of the subset of the NVIDIA kernel-driver ABI that cgpu
  * interposes on and that nvmock implements.  Every value here comes from the
- * facts collected in shared/nvidia-abi.md (sections in brackets); nothing is
+ * facts collected in docs/nvidia-abi.md (sections in brackets); nothing is
  * taken from NVIDIA's headers.  Layouts are x86-64, fixed width, with every
  * padding byte named so the compiler adds none; the static asserts at the end
  * pin each size and the offsets an interposer depends on.
