@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -18,33 +19,15 @@ func (a *app) gpuCmd() *cobra.Command {
 		Args:    args(cobra.NoArgs),
 		RunE:    groupHelp,
 	}
-	var out string
 	ls := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List GPUs with their memory and slices",
 		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(out); err != nil {
-				return err
-			}
-			c := a.client()
-			defer c.Close()
-			g, err := c.GPUs(ctxOf(cmd))
-			if err != nil {
-				return err
-			}
-			if out == "json" {
-				if g == nil {
-					g = []v1.GPU{}
-				}
-				return writeJSON(a.Stdout, g)
-			}
-			return writeGPUs(a.Stdout, g)
-		},
 	}
-	outputFlag(ls, &out)
-	cmd.AddCommand(ls)
+	cmd.AddCommand(withOutput(a, ls, func(ctx context.Context, c *v1.Client, _ []string) ([]v1.GPU, error) {
+		return list(c.GPUs(ctx))
+	}, writeGPUs))
 	return cmd
 }
 

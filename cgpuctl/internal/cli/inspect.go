@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -16,7 +17,6 @@ import (
 var inspectRule = strings.Repeat("-", 66)
 
 func (a *app) inspectCmd() *cobra.Command {
-	var out string
 	var details bool
 	cmd := &cobra.Command{
 		Use:   "inspect",
@@ -26,32 +26,20 @@ func (a *app) inspectCmd() *cobra.Command {
 sum, then the cluster line. -d adds one row per instance and GPU: name,
 container, GPU, memory limit, used, peak and process count.`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(out); err != nil {
-				return err
-			}
-			c := a.client()
-			defer c.Close()
-			in, err := c.Inspect(ctxOf(cmd))
-			if err != nil {
-				return err
-			}
-			if out == "json" {
-				return writeJSON(a.Stdout, in)
-			}
-			if err := writeInspect(a.Stdout, in); err != nil {
-				return err
-			}
-			if details {
-				fmt.Fprintln(a.Stdout)
-				return writeInstanceRows(a.Stdout, in.Instances)
-			}
-			return nil
-		},
 	}
 	cmd.Flags().BoolVarP(&details, "details", "d", false, "one row per instance: name, container, GPU, memory, used, peak, processes")
-	outputFlag(cmd, &out)
-	return cmd
+	return withOutput(a, cmd, func(ctx context.Context, c *v1.Client, _ []string) (v1.Inspect, error) {
+		return c.Inspect(ctx)
+	}, func(w io.Writer, in v1.Inspect) error {
+		if err := writeInspect(w, in); err != nil {
+			return err
+		}
+		if details {
+			fmt.Fprintln(w)
+			return writeInstanceRows(w, in.Instances)
+		}
+		return nil
+	})
 }
 
 // writeInspect prints the ACK table. NAME and IPADDRESS are at least 12 and

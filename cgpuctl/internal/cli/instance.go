@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,7 @@ func (a *app) instanceCmd() *cobra.Command {
 
 func (a *app) instanceCreateCmd() *cobra.Command {
 	var req v1.CreateRequest
-	var mem, out string
+	var mem string
 	var gpus []string
 	var weight uint32
 	cmd := &cobra.Command{
@@ -38,34 +39,6 @@ func (a *app) instanceCreateCmd() *cobra.Command {
 on each --gpu (index or UUID; none: the daemon's placement picks one), bound to
 the cgroup v2 --cgroup (absolute under /sys/fs/cgroup or relative to it).`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(out); err != nil {
-				return err
-			}
-			n, err := parseSize(mem)
-			if err != nil {
-				return usageError{fmt.Errorf("--memory: %w", err)}
-			}
-			req.Memory, req.Weight = n, weight
-			for _, g := range gpus {
-				for _, f := range strings.Split(g, ",") {
-					if f = strings.TrimSpace(f); f != "" {
-						req.GPUs = append(req.GPUs, f)
-					}
-				}
-			}
-			c := a.client()
-			defer c.Close()
-			in, err := c.CreateInstance(ctxOf(cmd), req)
-			if err != nil {
-				return err
-			}
-			if out == "json" {
-				return writeJSON(a.Stdout, in)
-			}
-			_, err = fmt.Fprintf(a.Stdout, "created %s: %s GiB on GPU %s\n", in.Name, gibString(in.Memory), instanceGPUs(in))
-			return err
-		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&req.Name, "name", "", "instance name (default: derived from the container id)")
@@ -75,55 +48,60 @@ the cgroup v2 --cgroup (absolute under /sys/fs/cgroup or relative to it).`,
 	f.StringSliceVar(&gpus, "gpu", nil, "GPU index or UUID (repeat or comma-separate for several)")
 	f.Uint32Var(&weight, "weight", 0, "compute weight 1..max_inst (default 1)")
 	f.StringVar(&req.Placement, "placement", "", "binpack or spread, when no --gpu is given")
-	outputFlag(cmd, &out)
 	for _, r := range []string{"container", "cgroup", "memory"} {
 		_ = cmd.MarkFlagRequired(r)
 	}
-	return cmd
+	return withOutput(a, cmd, func(ctx context.Context, c *v1.Client, _ []string) (v1.Instance, error) {
+		n, err := parseSize(mem)
+		if err != nil {
+			return v1.Instance{}, usageError{fmt.Errorf("--memory: %w", err)}
+		}
+		req.Memory, req.Weight = n, weight
+		for _, g := range gpus {
+			for _, f := range strings.Split(g, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					req.GPUs = append(req.GPUs, f)
+				}
+			}
+		}
+		return c.CreateInstance(ctx, req)
+	}, func(w io.Writer, in v1.Instance) error {
+		_, err := fmt.Fprintf(w, "created %s: %s GiB on GPU %s\n", in.Name, gibString(in.Memory), instanceGPUs(in))
+		return err
+	})
 }
 
 func (a *app) instanceResizeCmd() *cobra.Command {
-	var mem, out string
+	var mem string
 	var weight uint32
 	cmd := &cobra.Command{
 		Use:   "resize NAME [--memory SIZE] [--weight N]",
 		Short: "Change a slice's memory limit or weight",
 		Args:  args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := checkOutput(out); err != nil {
-				return err
-			}
-			var req v1.ResizeRequest
-			if cmd.Flags().Changed("memory") {
-				n, err := parseSize(mem)
-				if err != nil {
-					return usageError{fmt.Errorf("--memory: %w", err)}
-				}
-				req.Memory = &n
-			}
-			if cmd.Flags().Changed("weight") {
-				req.Weight = &weight
-			}
-			if req.Memory == nil && req.Weight == nil {
-				return usageError{errors.New("resize: give --memory, --weight or both")}
-			}
-			c := a.client()
-			defer c.Close()
-			in, err := c.ResizeInstance(ctxOf(cmd), argv[0], req)
-			if err != nil {
-				return err
-			}
-			if out == "json" {
-				return writeJSON(a.Stdout, in)
-			}
-			_, err = fmt.Fprintf(a.Stdout, "resized %s: %s GiB, weight %d\n", in.Name, gibString(in.Memory), in.Weight)
-			return err
-		},
 	}
-	cmd.Flags().StringVar(&mem, "memory", "", "new memory per GPU (4 = 4 GiB; 512MiB, 4GiB)")
-	cmd.Flags().Uint32Var(&weight, "weight", 0, "new compute weight")
-	outputFlag(cmd, &out)
-	return cmd
+	f := cmd.Flags()
+	f.StringVar(&mem, "memory", "", "new memory per GPU (4 = 4 GiB; 512MiB, 4GiB)")
+	f.Uint32Var(&weight, "weight", 0, "new compute weight")
+	return withOutput(a, cmd, func(ctx context.Context, c *v1.Client, argv []string) (v1.Instance, error) {
+		var req v1.ResizeRequest
+		if f.Changed("memory") {
+			n, err := parseSize(mem)
+			if err != nil {
+				return v1.Instance{}, usageError{fmt.Errorf("--memory: %w", err)}
+			}
+			req.Memory = &n
+		}
+		if f.Changed("weight") {
+			req.Weight = &weight
+		}
+		if req.Memory == nil && req.Weight == nil {
+			return v1.Instance{}, usageError{errors.New("resize: give --memory, --weight or both")}
+		}
+		return c.ResizeInstance(ctx, argv[0], req)
+	}, func(w io.Writer, in v1.Instance) error {
+		_, err := fmt.Fprintf(w, "resized %s: %s GiB, weight %d\n", in.Name, gibString(in.Memory), in.Weight)
+		return err
+	})
 }
 
 func (a *app) instanceRmCmd() *cobra.Command {
@@ -170,34 +148,17 @@ refused (busy) unless --force. A missing instance exits 4 unless
 }
 
 func (a *app) instanceLsCmd() *cobra.Command {
-	var out, container string
+	var container string
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List slices",
 		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(out); err != nil {
-				return err
-			}
-			c := a.client()
-			defer c.Close()
-			l, err := c.ListInstances(ctxOf(cmd), container)
-			if err != nil {
-				return err
-			}
-			if out == "json" {
-				if l == nil {
-					l = []v1.Instance{}
-				}
-				return writeJSON(a.Stdout, l)
-			}
-			return writeInstanceList(a.Stdout, l)
-		},
 	}
 	cmd.Flags().StringVar(&container, "container", "", "only this container's slices")
-	outputFlag(cmd, &out)
-	return cmd
+	return withOutput(a, cmd, func(ctx context.Context, c *v1.Client, _ []string) ([]v1.Instance, error) {
+		return list(c.ListInstances(ctx, container))
+	}, writeInstanceList)
 }
 
 func writeInstanceList(w io.Writer, l []v1.Instance) error {
@@ -215,31 +176,16 @@ func writeInstanceList(w io.Writer, l []v1.Instance) error {
 }
 
 func (a *app) instanceShowCmd() *cobra.Command {
-	var out string
 	cmd := &cobra.Command{
-		Use:     "show NAME",
-		Aliases: []string{"get"},
-		Short:   "Show one slice and its per-GPU counters",
-		Args:    args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := checkOutput(out); err != nil {
-				return err
-			}
-			c := a.client()
-			defer c.Close()
-			in, err := c.GetInstance(ctxOf(cmd), argv[0])
-			if err != nil {
-				return err
-			}
-			if out == "json" {
-				return writeJSON(a.Stdout, in)
-			}
-			return writeInstance(a.Stdout, in)
-		},
+		Use:               "show NAME",
+		Aliases:           []string{"get"},
+		Short:             "Show one slice and its per-GPU counters",
+		Args:              args(cobra.ExactArgs(1)),
 		ValidArgsFunction: a.completeInstances,
 	}
-	outputFlag(cmd, &out)
-	return cmd
+	return withOutput(a, cmd, func(ctx context.Context, c *v1.Client, argv []string) (v1.Instance, error) {
+		return c.GetInstance(ctx, argv[0])
+	}, writeInstance)
 }
 
 func writeInstance(w io.Writer, in v1.Instance) error {

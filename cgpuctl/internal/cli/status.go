@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -22,43 +23,33 @@ type statusReport struct {
 }
 
 func (a *app) statusCmd() *cobra.Command {
-	var out string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Daemon, module, driver, cgroup mode and instance count",
 		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(out); err != nil {
-				return err
-			}
-			ctx := ctxOf(cmd)
-			c := a.client()
-			defer c.Close()
-			r := statusReport{Socket: a.socket, Cgroup: a.cgroupMode()}
-			var err error
-			if r.Version, err = c.Version(ctx); err != nil {
-				return err
-			}
-			if r.Health, err = c.Health(ctx); err != nil {
-				return err
-			}
-			insts, err := c.ListInstances(ctx, "")
-			if err != nil {
-				return err
-			}
-			gpus, err := c.GPUs(ctx)
-			if err != nil {
-				return err
-			}
-			r.Instances, r.GPUs = len(insts), len(gpus)
-			if out == "json" {
-				return writeJSON(a.Stdout, r)
-			}
-			return writeStatus(a.Stdout, r)
-		},
 	}
-	outputFlag(cmd, &out)
-	return cmd
+	return withOutput(a, cmd, a.status, writeStatus)
+}
+
+func (a *app) status(ctx context.Context, c *v1.Client, _ []string) (statusReport, error) {
+	r := statusReport{Socket: a.socket, Cgroup: a.cgroupMode()}
+	var err error
+	if r.Version, err = c.Version(ctx); err != nil {
+		return r, err
+	}
+	if r.Health, err = c.Health(ctx); err != nil {
+		return r, err
+	}
+	insts, err := c.ListInstances(ctx, "")
+	if err != nil {
+		return r, err
+	}
+	gpus, err := c.GPUs(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.Instances, r.GPUs = len(insts), len(gpus)
+	return r, nil
 }
 
 func writeStatus(w io.Writer, r statusReport) error {

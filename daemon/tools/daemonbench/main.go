@@ -121,43 +121,31 @@ func createBody(name, cgroup string) []byte {
 // roundTrips runs n create+destroy pairs over workers clients; it returns
 // the create latencies and the wall time.
 func roundTrips(c *http.Client, n, workers int, prefix string, cgroupOf func(w int) string) ([]time.Duration, time.Duration, error) {
-	var mu sync.Mutex
-	var lat []time.Duration
-	var firstErr error
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				name := fmt.Sprintf("%s%d", prefix, i)
-				d, err := call(c, "POST", "/v1/instances", createBody(name, cgroupOf(w)), http.StatusCreated)
-				if err == nil {
-					_, err = call(c, "DELETE", "/v1/instances/"+name, nil, http.StatusNoContent)
-				}
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				lat = append(lat, d)
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return lat, time.Since(start), firstErr
+	return trips(n, workers, func(w, i int) (time.Duration, error) {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		d, err := call(c, "POST", "/v1/instances", createBody(name, cgroupOf(w)), http.StatusCreated)
+		if err == nil {
+			_, err = call(c, "DELETE", "/v1/instances/"+name, nil, http.StatusNoContent)
+		}
+		return d, err
+	})
 }
 
 // emptyTrips is the baseline: the same requests to the empty handler.
 func emptyTrips(c *http.Client, n, workers int) ([]time.Duration, time.Duration, error) {
-	return roundTripsOn(c, n, workers, "/empty")
+	return trips(n, workers, func(_, i int) (time.Duration, error) {
+		d, err := call(c, "POST", "/empty", createBody(fmt.Sprintf("e%d", i), "/x"), http.StatusCreated)
+		if err == nil {
+			_, err = call(c, "DELETE", "/empty", nil, http.StatusNoContent)
+		}
+		return d, err
+	})
 }
 
-func roundTripsOn(c *http.Client, n, workers int, path string) ([]time.Duration, time.Duration, error) {
+// trips runs trip for i in 0..n-1 over workers goroutines (worker w takes
+// w, w+workers, ...; a worker stops at its first error) and returns the
+// latencies trip measured, the wall time and the first error.
+func trips(n, workers int, trip func(w, i int) (time.Duration, error)) ([]time.Duration, time.Duration, error) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var firstErr error
@@ -168,10 +156,7 @@ func roundTripsOn(c *http.Client, n, workers int, path string) ([]time.Duration,
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += workers {
-				d, err := call(c, "POST", path, createBody(fmt.Sprintf("e%d", i), "/x"), http.StatusCreated)
-				if err == nil {
-					_, err = call(c, "DELETE", path, nil, http.StatusNoContent)
-				}
+				d, err := trip(w, i)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
