@@ -13,6 +13,20 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the programs built now")
 
+// program builds the filter of allow and d, failing the test if it cannot.
+func program(t *testing.T, allow []uint32, d devices) asm.Instructions {
+	t.Helper()
+	rs, err := rules(allow, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts, err := instructions(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return insts
+}
+
 // The programs' instruction listings, checked against golden files so a
 // change of the bytecode shows in review. Regenerate with
 // go test ./daemon/internal/devfilter -run TestProgramGolden -update.
@@ -30,14 +44,7 @@ func TestProgramGolden(t *testing.T) {
 		{"last-gpu", []uint32{247}, devices{uvmToolsMajor: 511, cgpuMajor: 10, cgpuMinor: 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, err := rules(tc.allow, tc.devs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			insts, err := instructions(rs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			insts := program(t, tc.allow, tc.devs)
 			got := insts.String()
 			golden := filepath.Join("testdata", tc.name+".golden")
 			if *update {
@@ -152,14 +159,7 @@ func TestProgramVerdicts(t *testing.T) {
 		{"block device at cgpu's number", []uint32{0}, devs, block, read, cgpuMaj, cgpuMin, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, err := rules(tc.allow, tc.devs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			insts, err := instructions(rs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			insts := program(t, tc.allow, tc.devs)
 			if got := run(t, insts, tc.typ, tc.acc, tc.major, tc.minor); got != tc.want {
 				t.Errorf("%d:%d (type %d, access %d) allowed = %v, want %v\n%v", tc.major, tc.minor, tc.typ, tc.acc, got, tc.want, insts)
 			}
