@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * /proc/cgpu_km: the view Alibaba cGPU's users know (DESIGN.md):
+ * /proc/cgpu_km: the view Alibaba cGPU's users know (docs/design.md):
  *   version, hooks (ours: which module each hook set sits in)
  *   <gpu>/policy, <gpu>/max_inst (root may write 1..20), <gpu>/free_weight
  *   <gpu>/<instance>/id, memsize (bytes; root may write: the limit),

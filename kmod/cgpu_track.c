@@ -20,7 +20,7 @@
  * its population.  Not an xarray: RM hands out handles in increasing order,
  * so an allocation freed at once (the common short-lived buffer) would
  * make and free xarray nodes on every call, which costs more than the
- * driver's own work (kmod/README.md, Benchmark).
+ * driver's own work (kmod/README.md, The hot path).
  *
  * One allocation is one 56-byte record (struct cgpu_mem): the object, its
  * charge and the first UVM mapping of it, which is how CUDA uses memory
@@ -135,7 +135,7 @@ atomic_t cgpu_nr_umaps = ATOMIC_INIT(0);
 /*
  * Takes cgpu_track_lock.  Uncontended, a trylock takes it without
  * mutex_lock()'s voluntary preemption point, which under TCG cost more than
- * all the bookkeeping done under the lock (kmod/README.md, Benchmark);
+ * all the bookkeeping done under the lock (kmod/README.md, The hot path);
  * contended, it sleeps as mutex_lock() does.  The calls it serves are
  * short, and the sleeping path still reschedules.
  */
