@@ -14,11 +14,13 @@ import (
 // max_inst, a cgroup bound to at most one instance per GPU, no destroy of
 // an instance that holds memory unless forced, no limit below the memory in
 // use. Its errors are the Device's (errors.Is matches the sentinel and the
-// errno). Safe for concurrent use. The Set*/Fail* methods are test hooks.
+// errno). The contract tests (contract_test.go) hold it to cgpu.ko: the
+// same cases run against the module in the VM. Safe for concurrent use.
+// The Set*/Fail* methods are test hooks.
 type Fake struct {
 	mu      sync.Mutex
 	maxInst uint32
-	perGPU  map[uint32]uint32 // max_inst written for one GPU
+	perGPU  map[uint32]uint32 // GPU -> its max_inst, from its first create on
 	cgroup  func(id uint64) bool
 	nextID  uint64
 	insts   map[uint64]*fakeInst
@@ -71,13 +73,17 @@ func NewFake(opts ...FakeOption) *Fake {
 	return f
 }
 
-// begin takes the lock and returns an injected failure for op, if any.
-// The caller unlocks.
-func (f *Fake) begin(op string) error {
+// begin takes the lock and returns why op is not done: the client is
+// closed, ctx is done (as Device, which then makes no call), or a failure
+// was injected. The caller unlocks.
+func (f *Fake) begin(ctx context.Context, op string) error {
 	f.mu.Lock()
 	f.calls++
 	if f.closed {
 		return fmt.Errorf("cgpu %s: %w", op, errClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cgpu %s: %w", op, err)
 	}
 	if q := f.failOps[op]; len(q) > 0 {
 		err := q[0]
@@ -87,11 +93,15 @@ func (f *Fake) begin(op string) error {
 	return nil
 }
 
-func (f *Fake) maxFor(gpu uint32) uint32 {
-	if n, ok := f.perGPU[gpu]; ok {
-		return n
+// gpuMax is the max_inst of gpu. As the module, the Fake gives a GPU its
+// own, from the module parameter, at its first create.
+func (f *Fake) gpuMax(gpu uint32) uint32 {
+	n, ok := f.perGPU[gpu]
+	if !ok {
+		n = f.maxInst
+		f.perGPU[gpu] = n
 	}
-	return f.maxInst
+	return n
 }
 
 // gpuLoad is the number of instances on gpu and the sum of their weights.
@@ -108,7 +118,7 @@ func (f *Fake) gpuLoad(gpu uint32) (n, weights uint32) {
 // Version implements Client.
 func (f *Fake) Version(ctx context.Context) (Version, error) {
 	defer f.mu.Unlock()
-	if err := f.begin("version"); err != nil {
+	if err := f.begin(ctx, "version"); err != nil {
 		return Version{}, err
 	}
 	return Version{ABIMajor: ABIMajor, ABIMinor: ABIMinor, MaxInst: f.maxInst, NameLen: NameLen}, nil
@@ -117,7 +127,7 @@ func (f *Fake) Version(ctx context.Context) (Version, error) {
 // Create implements Client.
 func (f *Fake) Create(ctx context.Context, req CreateRequest) (uint64, error) {
 	defer f.mu.Unlock()
-	if err := f.begin("create"); err != nil {
+	if err := f.begin(ctx, "create"); err != nil {
 		return 0, err
 	}
 	if err := validCreate(req); err != nil {
@@ -132,7 +142,7 @@ func (f *Fake) Create(ctx context.Context, req CreateRequest) (uint64, error) {
 		w = 1
 	}
 	n, weights := f.gpuLoad(req.GPU)
-	if max := f.maxFor(req.GPU); n >= max || weights+w > max {
+	if max := f.gpuMax(req.GPU); n >= max || weights+w > max {
 		return 0, errnoError("create", detail, unix.ENOSPC)
 	}
 	id := f.nextID
@@ -165,7 +175,7 @@ func validCreate(req CreateRequest) error {
 // Destroy implements Client.
 func (f *Fake) Destroy(ctx context.Context, id uint64, force bool) error {
 	defer f.mu.Unlock()
-	if err := f.begin("destroy"); err != nil {
+	if err := f.begin(ctx, "destroy"); err != nil {
 		return err
 	}
 	in, ok := f.insts[id]
@@ -186,7 +196,7 @@ func (f *Fake) Destroy(ctx context.Context, id uint64, force bool) error {
 // Attach implements Client.
 func (f *Fake) Attach(ctx context.Context, id, cgroupID uint64) error {
 	defer f.mu.Unlock()
-	if err := f.begin("attach"); err != nil {
+	if err := f.begin(ctx, "attach"); err != nil {
 		return err
 	}
 	detail := fmt.Sprintf("cgroup %d to instance %d", cgroupID, id)
@@ -210,7 +220,7 @@ func (f *Fake) Attach(ctx context.Context, id, cgroupID uint64) error {
 // Detach implements Client.
 func (f *Fake) Detach(ctx context.Context, id, cgroupID uint64) error {
 	defer f.mu.Unlock()
-	if err := f.begin("detach"); err != nil {
+	if err := f.begin(ctx, "detach"); err != nil {
 		return err
 	}
 	in, ok := f.insts[id]
@@ -229,7 +239,7 @@ func (f *Fake) Detach(ctx context.Context, id, cgroupID uint64) error {
 // SetLimit implements Client.
 func (f *Fake) SetLimit(ctx context.Context, id, memLimit uint64) error {
 	defer f.mu.Unlock()
-	if err := f.begin("set"); err != nil {
+	if err := f.begin(ctx, "set"); err != nil {
 		return err
 	}
 	if memLimit == 0 || memLimit > MemLimitMax {
@@ -249,7 +259,7 @@ func (f *Fake) SetLimit(ctx context.Context, id, memLimit uint64) error {
 // SetWeight implements Client.
 func (f *Fake) SetWeight(ctx context.Context, id uint64, weight uint32) error {
 	defer f.mu.Unlock()
-	if err := f.begin("set"); err != nil {
+	if err := f.begin(ctx, "set"); err != nil {
 		return err
 	}
 	if weight == 0 || weight > MaxInstPerGPU {
@@ -260,7 +270,7 @@ func (f *Fake) SetWeight(ctx context.Context, id uint64, weight uint32) error {
 		return errnoError("set", fmt.Sprintf("weight of instance %d", id), unix.ENOENT)
 	}
 	_, weights := f.gpuLoad(in.st.GPU)
-	if weights-in.st.Weight+weight > f.maxFor(in.st.GPU) {
+	if weights-in.st.Weight+weight > f.gpuMax(in.st.GPU) {
 		return errnoError("set", fmt.Sprintf("weight of instance %d to %d", id, weight), unix.ENOSPC)
 	}
 	in.st.Weight = weight
@@ -270,7 +280,7 @@ func (f *Fake) SetWeight(ctx context.Context, id uint64, weight uint32) error {
 // Stats implements Client.
 func (f *Fake) Stats(ctx context.Context, id uint64) (Stats, error) {
 	defer f.mu.Unlock()
-	if err := f.begin("stats"); err != nil {
+	if err := f.begin(ctx, "stats"); err != nil {
 		return Stats{}, err
 	}
 	in, ok := f.insts[id]
@@ -283,7 +293,7 @@ func (f *Fake) Stats(ctx context.Context, id uint64) (Stats, error) {
 // List implements Client.
 func (f *Fake) List(ctx context.Context) ([]uint64, error) {
 	defer f.mu.Unlock()
-	if err := f.begin("list"); err != nil {
+	if err := f.begin(ctx, "list"); err != nil {
 		return nil, err
 	}
 	ids := make([]uint64, 0, len(f.insts))
@@ -339,11 +349,24 @@ func (f *Fake) SetRefused(id, allocs, managed uint64) error {
 	return nil
 }
 
-// SetGPUMaxInst is a write of /proc/cgpu_km/<gpu>/max_inst.
-func (f *Fake) SetGPUMaxInst(gpu, n uint32) {
+// SetGPUMaxInst is a write of /proc/cgpu_km/<gpu>/max_inst, with its
+// errors: ENOENT before the GPU's first instance (the file is not there
+// yet), EINVAL outside 1..20, EBUSY below the GPU's instances or weights.
+func (f *Fake) SetGPUMaxInst(gpu, n uint32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	detail := fmt.Sprintf("of GPU %d to %d", gpu, n)
+	if _, ok := f.perGPU[gpu]; !ok {
+		return errnoError("max_inst", detail, unix.ENOENT)
+	}
+	if n == 0 || n > MaxInstPerGPU {
+		return errnoError("max_inst", detail, unix.EINVAL)
+	}
+	if nr, weights := f.gpuLoad(gpu); n < nr || n < weights {
+		return errnoError("max_inst", detail, unix.EBUSY)
+	}
 	f.perGPU[gpu] = n
+	return nil
 }
 
 // FailNext makes the next call of op ("version", "create", "destroy",
@@ -362,11 +385,12 @@ func (f *Fake) Calls() int {
 	return f.calls
 }
 
-// Reset drops every instance and binding, as a module reload does; ids
-// keep growing.
+// Reset drops every instance, binding and per-GPU max_inst, as a module
+// reload does; ids keep growing.
 func (f *Fake) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	clear(f.perGPU)
 	clear(f.insts)
 	clear(f.names)
 	clear(f.bound)
