@@ -21,6 +21,20 @@ skip() {
 	exit 77
 }
 
+# wait_for SECONDS CMD...: poll CMD (every 0.1 s) until it succeeds; fail
+# if it has not within SECONDS.  For "until the state is reached": a test
+# proves a change by waiting for it, never by a fixed sleep.
+wait_for() {
+	_wf_t=$1
+	shift
+	_wf_i=0
+	until "$@"; do
+		_wf_i=$((_wf_i + 1))
+		[ "$_wf_i" -le $((_wf_t * 10)) ] || fail "not within ${_wf_t} s: $*"
+		sleep 0.1
+	done
+}
+
 # assert_eq WANT GOT MSG: fail unless WANT and GOT are the same string.
 assert_eq() {
 	if [ "$1" != "$2" ]; then

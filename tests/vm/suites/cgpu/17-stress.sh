@@ -62,6 +62,7 @@ while [ "$(cut -d. -f1 /proc/uptime)" -lt "$end" ]; do
 		for p in $pids; do wait "$p" 2>/dev/null; done
 		pids=
 	fi
+	# Random pacing of the churn (0 to 0.2 s), not a wait for a state.
 	sleep 0.$(rnd 3)
 done
 for p in $pids; do wait "$p" 2>/dev/null; done

@@ -29,6 +29,10 @@ assert_eq yes "$(armed)" "armed by the first attachment"
 echo "### detached while memory is held: armed until the holder goes"
 hold_in t_a -q alloc 2M
 adm detach t1 "$CG/t_a"
+# An absence (no disarm while memory is tracked) has no event to wait for:
+# the detach queues no disarm work when something is tracked, and this
+# second is the time a wrongly queued one would have had to run.  The
+# positive side below (disarmed once the holder goes) is waited for.
 sleep 1
 assert_eq yes "$(armed)" "still armed while the holder's memory is tracked"
 expect_used t1 $((2 * MIB)) "charged"

@@ -11,7 +11,11 @@
 . "$(dirname "$0")/helpers.inc"
 
 armed() { sed -n 's/^armed: //p' /proc/cgpu_km/hooks; }
-now() { cut -d. -f1 /proc/uptime; }
+disarmed() { [ "$(armed)" = no ]; }
+# The call still waits in the driver: nvblock has not printed "returned".
+still_blocked() {
+	kill -0 "$blk" 2>/dev/null && ! grep -q '^returned' /tmp/nvblock.out
+}
 
 adm create t1 --gpu 0 --mem 4M
 mkcg t_a
@@ -24,22 +28,24 @@ hold_pids="$hold_pids $blk"
 _i=0
 until grep -q '^blocked:' /tmp/nvblock.out; do
 	if ! kill -0 "$blk" 2>/dev/null; then
+		# Exit 77 is nvblock's "no userfaultfd": both guest kernels
+		# (Debian's and the debug one built from its config) have it,
+		# so that is a failure here too.
 		wait "$blk"
-		[ $? -eq 77 ] && skip "$(cat /tmp/nvblock.out)"
-		fail "nvblock ended: $(cat /tmp/nvblock.out)"
+		fail "nvblock ended (exit $?): $(cat /tmp/nvblock.out)"
 	fi
 	_i=$((_i + 1))
 	[ $_i -gt 300 ] && fail "nvblock did not block within 30 s"
 	sleep 0.1
 done
 cat /tmp/nvblock.out
-t0=$(now)
 
 echo "### the last attachment goes while the call waits"
 adm detach t1 "$CG/t_a"
 adm destroy t1
-sleep 2
-assert_eq no "$(armed)" "the hooks came out"
+wait_for 20 disarmed
+echo "armed: no"
+still_blocked || fail "the hooks came out only after the call returned"
 cgpuadm list >/dev/null || fail "cgpuadm list"
 echo "\$ cgpuadm list: answered"
 
@@ -49,18 +55,15 @@ assert_eq yes "$(armed)" "armed again"
 fc_in t_a 2 alloc 2M alloc 4M
 expect_line "^alloc 4M: CUDA_ERROR_OUT_OF_MEMORY"
 adm destroy t2
-took=$(($(now) - t0))
-echo "control requests done $took s after the call began to wait"
-[ "$took" -lt 25 ] || fail "control requests took $took s: held up by the waiting call"
+# Not held up by the waiting call: all of it done while the call still
+# waits (it waits 30 s), which is what a wall-clock bound on a loaded
+# guest would only guess at.
+still_blocked || fail "the control requests finished only after the call returned: held up by it"
+echo "control requests done while the call still waits"
 
 echo "### the call returns; the hooks stay out"
 wait "$blk" || fail "nvblock: $(cat /tmp/nvblock.out)"
 cat /tmp/nvblock.out
-_i=0
-until [ "$(armed)" = no ]; do
-	_i=$((_i + 1))
-	[ $_i -gt 100 ] && fail "armed: $(armed) 10 s after the call returned"
-	sleep 0.1
-done
+wait_for 10 disarmed
 echo "armed: no"
 expect_idle "at the end"

@@ -15,13 +15,19 @@ expect_counters "holding 32 x 64 MiB from 8 threads" 1 0 $((2 * GIB)) 32
 stop_hold
 expect_idle "after kill -9"
 
-# kill -9 while 8 threads are inside the driver
-fakecuda -q threads 8 1M 400 >/tmp/threads.out 2>&1 &
+# kill -9 while 8 threads are inside the driver: once the mock holds some
+# of their allocations (2000 x 1M each, 16000 MiB of the 16384 MiB card, so
+# that the run lasts), and only if the process is still allocating then.
+fakecuda -q threads 8 1M 2000 >/tmp/threads.out 2>&1 &
 pid=$!
-sleep 1
+# (or ended: the exit status below says so)
+allocating() { [ "$(allocs)" -gt 0 ] || ! kill -0 $pid 2>/dev/null; }
+wait_for 60 allocating
 kill -9 $pid
-wait $pid 2>/dev/null
+wait $pid
+rc=$?
 cat /tmp/threads.out
+[ "$rc" -eq 137 ] || fail "fakecuda threads ended (exit $rc) before the kill -9: no thread was in the driver"
 expect_idle "after kill -9 of 8 allocating threads"
 
 reload_nvmock mem_mib=1024
