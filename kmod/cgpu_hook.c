@@ -185,6 +185,8 @@ static DEFINE_MUTEX(cgpu_hook_lock);
  * cgpu_hooks_maybe_disarm() and the disarm work's wait.
  */
 static bool cgpu_armed;
+/* Module exit has begun: nothing arms the hooks again (under cgpu_hook_lock). */
+static bool cgpu_hooks_dying;
 
 static void notrace cgpu_ftrace_cb(unsigned long ip, unsigned long parent_ip,
 				   struct ftrace_ops *ops,
@@ -394,6 +396,10 @@ int cgpu_hooks_arm(void)
 
 	lockdep_assert_held(&cgpu_ctl_lock);
 	mutex_lock(&cgpu_hook_lock);
+	if (cgpu_hooks_dying) {
+		err = -ENODEV;
+		goto unlock;
+	}
 	if (cgpu_armed)
 		goto unlock;
 	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++) {
@@ -579,8 +585,8 @@ void cgpu_hooks_exit(void)
 	struct cgpu_target *t;
 
 	unregister_module_notifier(&cgpu_module_nb);
-	cancel_work_sync(&cgpu_disarm_work);
 	mutex_lock(&cgpu_hook_lock);
+	cgpu_hooks_dying = true;
 	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++)
 		cgpu_target_remove(t);
 	mutex_unlock(&cgpu_hook_lock);
@@ -590,4 +596,10 @@ void cgpu_hooks_exit(void)
 		msleep(20);
 	/* And those preempted between the uncount and their return. */
 	synchronize_rcu_tasks();
+	/*
+	 * Only now: a call that was still in the driver could queue the
+	 * disarm work again on its way out, and the work must not run in a
+	 * module that is gone.  Nothing queues it any more.
+	 */
+	cancel_work_sync(&cgpu_disarm_work);
 }

@@ -47,7 +47,8 @@ static void cgpu_pool_forget(struct file *f, bool all, u64 base)
 	list_for_each_entry_safe(p, tmp, &cgpu_pools, node) {
 		if (p->file == f && (all || p->base == base)) {
 			list_move(&p->node, &dead);
-			cgpu_nr_pools--;
+			/* read without the lock: cgpu_hooks_idle() */
+			WRITE_ONCE(cgpu_nr_pools, cgpu_nr_pools - 1);
 		}
 	}
 	spin_unlock(&cgpu_pool_lock);
@@ -101,7 +102,7 @@ static long cgpu_uvm_sem_pool(struct file *f, unsigned int cmd,
 	spin_lock(&cgpu_pool_lock);
 	if (cgpu_nr_pools < CGPU_MAX_POOLS) {
 		list_add(&p->node, &cgpu_pools);
-		cgpu_nr_pools++;
+		WRITE_ONCE(cgpu_nr_pools, cgpu_nr_pools + 1);
 		p = NULL;
 	}
 	spin_unlock(&cgpu_pool_lock);
@@ -238,5 +239,5 @@ void cgpu_uvm_exit(void)
 		list_del(&p->node);
 		kfree(p);
 	}
-	cgpu_nr_pools = 0;
+	WRITE_ONCE(cgpu_nr_pools, 0);
 }
