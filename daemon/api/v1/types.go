@@ -14,8 +14,10 @@
 //	GET    /v1/inspect                 Inspect
 //	GET    /metrics                    Prometheus text format
 //
-// Memory is always in bytes. A change to a type's meaning gets a new API
-// version; new optional fields may be added.
+// Memory is always in bytes. A request body is one JSON object of at most
+// 64 KiB whose keys are spelt exactly as the field tags (case counts), each
+// at most once, none unknown; anything else is 400. A change to a type's
+// meaning gets a new API version; new optional fields may be added.
 package v1
 
 import "time"

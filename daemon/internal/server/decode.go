@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -27,7 +29,10 @@ const (
 )
 
 // decodeJSON reads exactly one JSON value of type T, no unknown fields, at
-// most MaxBody bytes.
+// most MaxBody bytes. Keys must match the fields' tags exactly and appear
+// once (strictKeys): encoding/json would take "Memory" for "memory" and
+// keep the last of two "memory" keys, so two readers of one body (a proxy
+// that checks it, the daemon that acts on it) could see different requests.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -38,8 +43,16 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 	body := http.MaxBytesReader(w, r.Body, MaxBody)
 	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return bodyError(err)
+	}
+	if err := strictKeys(raw, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	vdec := json.NewDecoder(bytes.NewReader(raw))
+	vdec.DisallowUnknownFields()
+	if err := vdec.Decode(v); err != nil {
 		return bodyError(err)
 	}
 	var extra json.RawMessage
@@ -54,6 +67,114 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		return badRequest("body: trailing data after the JSON value")
 	}
 	return nil
+}
+
+// strictKeys walks one JSON value (already known to be well-formed) along
+// the Go type it is decoded into, and refuses a key given twice in one
+// object and a key that matches a struct field only when case is ignored.
+// A token walk and not encoding/json/v2, which refuses both by default:
+// in Go 1.26 v2 still needs GOEXPERIMENT=jsonv2 at build time. A key no
+// field matches at all is left to DisallowUnknownFields.
+func strictKeys(raw []byte, t reflect.Type) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return walkKeys(dec, t, "")
+}
+
+func walkKeys(dec *json.Decoder, t reflect.Type, path string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return badRequest("body: " + err.Error())
+	}
+	switch tok {
+	case json.Delim('{'):
+		var fields map[string]reflect.Type
+		var elem reflect.Type
+		if t != nil && t.Kind() == reflect.Struct {
+			fields = jsonFields(t)
+		} else if t != nil && t.Kind() == reflect.Map {
+			elem = t.Elem()
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return badRequest("body: " + err.Error())
+			}
+			key, _ := kt.(string)
+			where := path + key
+			if seen[key] {
+				return badRequest(fmt.Sprintf("body: key %q given twice", where))
+			}
+			seen[key] = true
+			vt := elem
+			if fields != nil {
+				var ok bool
+				if vt, ok = fields[key]; !ok {
+					for name := range fields {
+						if strings.EqualFold(name, key) {
+							return badRequest(fmt.Sprintf("body: key %q: keys are case-sensitive, the field is %q", where, path+name))
+						}
+					}
+				}
+			}
+			if err := walkKeys(dec, vt, where+"."); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return badRequest("body: " + err.Error())
+		}
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if err := walkKeys(dec, elem, fmt.Sprintf("%s[%d].", strings.TrimSuffix(path, "."), i)); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return badRequest("body: " + err.Error())
+		}
+	}
+	return nil
+}
+
+// jsonFields maps the JSON names of a struct's fields, as encoding/json
+// names them, to the fields' types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	m := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			for k, v := range jsonFields(ft) {
+				m[k] = v
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		m[name] = f.Type
+	}
+	return m
 }
 
 func bodyError(err error) error {

@@ -282,6 +282,16 @@ func TestBadBodies(t *testing.T) {
 		{"gpu twice", "application/json", `{"container_id":"a","cgroup":"/x","memory":1,"gpus":["0","0"]}`, 400, "bad_request", "twice"},
 		{"empty gpu", "application/json", `{"container_id":"a","cgroup":"/x","memory":1,"gpus":[""]}`, 400, "bad_request", "gpus"},
 		{"placement", "application/json", `{"container_id":"a","cgroup":"/x","memory":1,"placement":"random"}`, 400, "bad_request", "binpack or spread"},
+		// encoding/json alone takes these: keys are matched without case and
+		// the last of two equal keys wins.
+		{"key in the field's case", "application/json", `{"name":"n","container_id":"a","cgroup":"/x","memory":1}`, 201, "", ""},
+		{"key in another case", "application/json", `{"Name":"n","container_id":"a","cgroup":"/x","memory":1}`, 400, "bad_request", `key "Name": keys are case-sensitive, the field is "name"`},
+		{"key upper case", "application/json", `{"container_id":"a","cgroup":"/x","MEMORY":1}`, 400, "bad_request", `key "MEMORY": keys are case-sensitive`},
+		{"key with a long s (folds to s)", "application/json", `{"container_id":"a","cgroup":"/x","memory":1,"gpu\u017f":["0"]}`, 400, "bad_request", "case-sensitive"},
+		{"key twice, different values", "application/json", `{"container_id":"a","cgroup":"/x","memory":1,"memory":281474976710656}`, 400, "bad_request", `key "memory" given twice`},
+		{"key twice, same value", "application/json", `{"container_id":"a","cgroup":"/x","memory":1,"memory":1}`, 400, "bad_request", `key "memory" given twice`},
+		{"key twice, one escaped", "application/json", `{"container_id":"a","cgroup":"/x","memory":1,"mem\u006fry":2}`, 400, "bad_request", `key "memory" given twice`},
+		{"key twice in two cases", "application/json", `{"container_id":"a","cgroup":"/x","memory":1,"Memory":2}`, 400, "bad_request", `key "Memory": keys are case-sensitive`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,6 +315,38 @@ func TestBadBodies(t *testing.T) {
 				if call := svc.lastCall(); call != "" {
 					t.Errorf("a bad request reached the service: %s", call)
 				}
+			}
+		})
+	}
+}
+
+// TestResizeStrictKeys: PATCH bodies get the same strict keys as POST.
+func TestResizeStrictKeys(t *testing.T) {
+	svc := &fakeService{}
+	c := serve(t, New(svc, WithPeerResolver(rootPeer)))
+	tests := []struct {
+		name, body string
+		status     int
+		want       string
+	}{
+		{"field's case", `{"memory":1}`, 200, ""},
+		{"other case", `{"Memory":1}`, 400, `key "Memory": keys are case-sensitive, the field is "memory"`},
+		{"twice", `{"weight":1,"weight":20}`, 400, `key "weight" given twice`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc.mu.Lock()
+			svc.calls = nil
+			svc.mu.Unlock()
+			r := do(t, c, "PATCH", "/v1/instances/a", "application/json", strings.NewReader(tt.body))
+			if r.status != tt.status {
+				t.Fatalf("status %d, want %d; body %.300s", r.status, tt.status, r.body)
+			}
+			if !strings.Contains(r.apiErr.Message, tt.want) {
+				t.Errorf("message %q lacks %q", r.apiErr.Message, tt.want)
+			}
+			if call := svc.lastCall(); tt.status >= 400 && call != "" {
+				t.Errorf("a bad request reached the service: %s", call)
 			}
 		})
 	}
