@@ -111,6 +111,13 @@ struct cgpu_target {
 	struct cgpu_hook *hooks;
 	unsigned int nr_hooks;
 	char modname[MODULE_NAME_LEN];	/* where the hooks are, or "" */
+	/*
+	 * A module of ours that is loaded but cannot be hooked (a symbol of
+	 * another driver branch, not an ftrace site): its calls would not be
+	 * limited, so no cgroup is attached while it is there.
+	 */
+	char broken_mod[MODULE_NAME_LEN];
+	const char *broken_sym;
 };
 
 /* ---- wrappers: what the redirected calls run ------------------------- */
@@ -361,25 +368,43 @@ static void cgpu_target_remove(struct cgpu_target *t)
 	t->modname[0] = '\0';
 }
 
-/* Resolves a target that came; hooks it at once when armed. */
-static int cgpu_target_install(struct cgpu_target *t, const char *modname)
+/*
+ * Resolves a target that came (present: the module is known to be loaded);
+ * hooks it at once when armed.  A module counts as loaded when the notifier
+ * says so, or when one of the target's symbols resolves in it: then a
+ * symbol that does not resolve makes the target broken, not absent.
+ */
+static int cgpu_target_install(struct cgpu_target *t, const char *modname,
+			       bool present)
 {
-	unsigned int i;
-	int err = 0;
+	unsigned int i, found = 0, bad = 0;
+	int err = 0, e;
 
 	lockdep_assert_held(&cgpu_hook_lock);
-	for (i = 0; i < t->nr_hooks && !err; i++)
-		err = cgpu_hook_resolve(&t->hooks[i], modname);
+	for (i = 0; i < t->nr_hooks; i++) {
+		e = cgpu_hook_resolve(&t->hooks[i], modname);
+		if (!e)
+			found++;
+		else if (!err)
+			err = e, bad = i;
+	}
 	if (err) {
-		pr_err("cannot hook %s in %s (%d): its calls are not limited\n",
-		       t->what, modname, err);
+		if (present || found) {
+			strscpy(t->broken_mod, modname, sizeof(t->broken_mod));
+			t->broken_sym = *t->hooks[bad].sym;
+			pr_err("cannot hook %s in %s: %s not found (%d); no cgroup can be attached while it is loaded\n",
+			       t->what, modname, t->broken_sym, err);
+		}
 		return err;
 	}
 	strscpy(t->modname, modname, sizeof(t->modname));
 	if (cgpu_armed && cgpu_target_register(t)) {
 		t->modname[0] = '\0';
+		strscpy(t->broken_mod, modname, sizeof(t->broken_mod));
+		t->broken_sym = "ftrace";
 		return -EIO;
 	}
+	t->broken_mod[0] = '\0';
 	pr_info("%s hooks %s in %s\n", t->what,
 		cgpu_armed ? "installed" : "ready", modname);
 	return 0;
@@ -399,6 +424,15 @@ int cgpu_hooks_arm(void)
 	if (cgpu_hooks_dying) {
 		err = -ENODEV;
 		goto unlock;
+	}
+	/* Fail closed: every driver module that is loaded is hooked. */
+	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++) {
+		if (t->broken_mod[0]) {
+			pr_warn_ratelimited("attach refused: %s in %s cannot be hooked (%s)\n",
+					    t->what, t->broken_mod, t->broken_sym);
+			err = -ENXIO;
+			goto unlock;
+		}
 	}
 	if (cgpu_armed)
 		goto unlock;
@@ -513,16 +547,19 @@ static int cgpu_module_notify(struct notifier_block *nb, unsigned long action,
 			 * through its devices escapes us.
 			 */
 		case MODULE_STATE_LIVE:
-			if (t->modname[0] || !cgpu_name_listed(*t->modules, mod->name))
+			if (t->modname[0] || !strcmp(t->broken_mod, mod->name) ||
+			    !cgpu_name_listed(*t->modules, mod->name))
 				break;
 			/* nvidia.ko's MODULE_VERSION picks the UVM layouts early */
 			if (mod->version)
 				cgpu_nv_learn_version(mod->version, strlen(mod->version));
-			cgpu_target_install(t, mod->name);
+			cgpu_target_install(t, mod->name, true);
 			break;
 		case MODULE_STATE_GOING:
 			if (!strcmp(t->modname, mod->name))
 				cgpu_target_remove(t);
+			if (!strcmp(t->broken_mod, mod->name))
+				t->broken_mod[0] = '\0';
 			break;
 		}
 	}
@@ -539,9 +576,14 @@ void cgpu_hooks_show(struct seq_file *m)
 	struct cgpu_target *t;
 
 	mutex_lock(&cgpu_hook_lock);
-	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++)
-		seq_printf(m, "%s: %s\n", t->what,
-			   t->modname[0] ? t->modname : "-");
+	for (t = cgpu_targets; t < cgpu_targets + ARRAY_SIZE(cgpu_targets); t++) {
+		if (t->broken_mod[0])
+			seq_printf(m, "%s: - (%s is loaded, %s cannot be hooked: attach refused)\n",
+				   t->what, t->broken_mod, t->broken_sym);
+		else
+			seq_printf(m, "%s: %s\n", t->what,
+				   t->modname[0] ? t->modname : "-");
+	}
 	seq_printf(m, "armed: %s\n", cgpu_armed ? "yes" : "no");
 	mutex_unlock(&cgpu_hook_lock);
 }
@@ -551,7 +593,6 @@ int cgpu_hooks_init(void)
 	char name[MODULE_NAME_LEN];
 	struct cgpu_target *t;
 	const char *p, *end;
-	unsigned long addr, start;
 	int err;
 
 	err = register_module_notifier(&cgpu_module_nb);
@@ -568,9 +609,8 @@ int cgpu_hooks_init(void)
 			if (end - p > 0 && end - p < sizeof(name)) {
 				memcpy(name, p, end - p);
 				name[end - p] = '\0';
-				/* present, and has the first symbol? */
-				if (!cgpu_resolve(name, *t->hooks[0].sym, &addr, &start))
-					cgpu_target_install(t, name);
+				/* present when any of the symbols resolves */
+				cgpu_target_install(t, name, false);
 			}
 			if (*end)
 				end++;

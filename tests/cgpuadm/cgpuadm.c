@@ -48,6 +48,7 @@ static const char *errname(int e)
 	case ENOTTY: return "ENOTTY";
 	case ENOMEM: return "ENOMEM";
 	case EACCES: return "EACCES";
+	case ENXIO: return "ENXIO";
 	default: return "E?";
 	}
 }

@@ -512,6 +512,10 @@ func TestDoctorFindings(t *testing.T) {
 		{"no module, no files", func(t *testing.T, root string) {}, nil, []string{
 			"FAIL  module   cgpu.ko is not loaded", "fix: modprobe cgpu",
 			"FAIL  cdi", "fix: cgpuctl setup", "FAIL  hooks"}},
+		{"driver that cannot be hooked", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "proc/cgpu_km/version"), "1.0.0\n")
+			write(t, filepath.Join(root, "proc/cgpu_km/hooks"), "nvidia: - (nvidia is loaded, nvidia_unlocked_ioctl cannot be hooked: attach refused)\nnvidia-uvm: nvidia_uvm\narmed: no\n")
+		}, nil, []string{"FAIL  module   cgpu.ko 1.0.0: nvidia: - (nvidia is loaded, nvidia_unlocked_ioctl cannot be hooked", "fix: this NVIDIA driver's entry points"}},
 		{"cgroup v1", func(t *testing.T, root string) {}, map[string]int64{"cgroup": tmpfsMagic}, []string{
 			"FAIL  cgroup", "is not cgroup v2 (filesystem magic 0x1021994); fix: boot with systemd.unified_cgroup_hierarchy=1"}},
 		{"bad CDI spec", func(t *testing.T, root string) {

@@ -118,6 +118,20 @@ func (a *app) checkModule() checkResult {
 		return r
 	}
 	r.Status, r.Detail = checkOK, "cgpu.ko "+strings.TrimSpace(string(b))+" loaded"
+	// A driver module cgpu.ko cannot hook makes it refuse every attach
+	// (fail closed): /proc/cgpu_km/hooks names the module and the symbol.
+	hooks, err := os.ReadFile(filepath.Join(a.Paths.Proc, "cgpu_km", "hooks"))
+	if err != nil {
+		return r
+	}
+	for _, line := range strings.Split(string(hooks), "\n") {
+		if strings.Contains(line, "cannot be hooked") {
+			r.Status, r.Detail = checkFail, "cgpu.ko "+strings.TrimSpace(string(b))+": "+line
+			r.Fix = "this NVIDIA driver's entry points are not the ones cgpu.ko knows: install a cgpu release that supports this driver branch " +
+				"(slices are refused until then; containers without a slice are not affected)"
+			return r
+		}
+	}
 	return r
 }
 

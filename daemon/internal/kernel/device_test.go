@@ -67,3 +67,21 @@ func TestDeviceDoneContextMakesNoCall(t *testing.T) {
 		t.Errorf("destroy with a done context: %v", err)
 	}
 }
+
+// Every errno the uapi header documents maps to its sentinel, with the errno
+// kept in the chain; ENXIO (attach with an unhookable driver loaded) says
+// where to look.
+func TestDocumentedErrnosHaveSentinels(t *testing.T) {
+	for errno, want := range map[unix.Errno]error{
+		unix.ENOENT: ErrNotFound, unix.EEXIST: ErrExists, unix.ENOSPC: ErrNoSpace,
+		unix.EBUSY: ErrBusy, unix.EINVAL: ErrInvalid, unix.ENXIO: ErrUnhooked,
+	} {
+		err := errnoError("attach", "", errno)
+		if !errors.Is(err, want) || !errors.Is(err, errno) {
+			t.Errorf("%s: %v does not match both %v and the errno", unix.ErrnoName(errno), err, want)
+		}
+	}
+	if msg := errnoError("attach", "", unix.ENXIO).Error(); !strings.Contains(msg, "/proc/cgpu_km/hooks") {
+		t.Errorf("ENXIO's message does not say where to look: %q", msg)
+	}
+}

@@ -58,6 +58,8 @@ func sentinelOf(errno unix.Errno) error {
 		return ErrBusy
 	case unix.EINVAL:
 		return ErrInvalid
+	case unix.ENXIO:
+		return ErrUnhooked
 	}
 	return nil
 }

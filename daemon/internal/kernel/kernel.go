@@ -18,6 +18,9 @@ var (
 	ErrBusy     = errors.New("instance holds memory")      // EBUSY
 	ErrInvalid  = errors.New("invalid argument")           // EINVAL
 	ErrNoModule = errors.New("cgpu.ko is not loaded")      // /dev/cgpu missing
+	// ErrUnhooked: attach refused because a loaded driver module's entry
+	// points cannot be hooked, so the slice would not be enforced.
+	ErrUnhooked = errors.New("a loaded NVIDIA driver module cannot be hooked (see /proc/cgpu_km/hooks): the slice would not be enforced") // ENXIO
 )
 
 // Version is what the module speaks.

@@ -91,7 +91,10 @@ struct cgpu_destroy {
  * ancestor, is bound.  A cgroup has at most one instance per GPU.  40 bytes.
  *  -ENOENT  no such instance, or (attach) no such cgroup, or (detach) not
  *           attached;
- *  -EEXIST  (attach) the cgroup already has an instance on that GPU.
+ *  -EEXIST  (attach) the cgroup already has an instance on that GPU;
+ *  -ENXIO   (attach) a driver module is loaded whose entry points cgpu
+ *           cannot hook (another driver branch's names): its calls would
+ *           not be limited; /proc/cgpu_km/hooks names the module and symbol.
  */
 struct cgpu_attach {
 	__u64 id;		/* in: instance */
