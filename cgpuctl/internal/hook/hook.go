@@ -5,7 +5,6 @@
 package hook
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,14 +31,6 @@ const (
 
 // State is the OCI container state a runtime gives its hooks on stdin.
 type State = specs.State
-
-// bundleConfig is the part of a bundle's config.json the hook reads. The
-// rest of specs.Spec is not decoded: a field the hook never uses, typed
-// otherwise than this runtime-spec version says, must not stop a
-// container that asked for no slice.
-type bundleConfig struct {
-	Process *specs.Process `json:"process"`
-}
 
 // Daemon is the part of cgpud's API the hook uses (*v1.Client has it).
 type Daemon interface {
@@ -104,33 +95,6 @@ func ReadState(r io.Reader) (State, error) {
 		return st, errors.New("container state on stdin has no id")
 	}
 	return st, nil
-}
-
-// ReadEnv returns process.env of <bundle>/config.json.
-func ReadEnv(bundle string) ([]string, error) {
-	if bundle == "" {
-		return nil, errors.New("container state has no bundle")
-	}
-	p := filepath.Join(bundle, "config.json")
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("read the bundle's config: %w", err)
-	}
-	defer f.Close()
-	var spec bundleConfig
-	lr := &io.LimitedReader{R: bufio.NewReader(f), N: maxConfig + 1}
-	err = json.NewDecoder(lr).Decode(&spec)
-	if lr.N <= 0 {
-		// Checked first: past the bound, the decoder saw a cut text.
-		return nil, fmt.Errorf("%s is over %d bytes", p, maxConfig)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("parse %s: %v", p, err)
-	}
-	if spec.Process == nil {
-		return nil, nil
-	}
-	return spec.Process.Env, nil
 }
 
 // Cgroup returns the cgroup v2 path of pid, relative to the cgroup2 mount,
