@@ -6,6 +6,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,4 +185,50 @@ func (r *Resolver) Exists(id uint64, path string) (bool, error) {
 		return false, err
 	}
 	return got == id, nil
+}
+
+// Find looks for the cgroups with the given ids under the mount, walking
+// its tree (symlinks are not followed; cgroupfs has none), and returns
+// those that exist now. It is for a caller that knows a cgroup by its id
+// only; the walk costs one stat per cgroup on the host.
+func (r *Resolver) Find(ids []uint64) (map[uint64]Cgroup, error) {
+	want := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	found := map[uint64]Cgroup{}
+	if len(want) == 0 {
+		return found, nil
+	}
+	err := filepath.WalkDir(r.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p != r.root {
+				return nil // removed during the walk
+			}
+			return err
+		}
+		if !d.IsDir() || p == r.root {
+			return nil
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return fs.SkipDir
+		}
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || !want[st.Ino] {
+			return nil
+		}
+		found[st.Ino] = Cgroup{Rel: strings.TrimPrefix(p, strings.TrimSuffix(r.root, "/")), Path: p, ID: st.Ino}
+		if len(found) == len(want) {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find cgroups under %s: %w", r.root, err)
+	}
+	return found, nil
 }

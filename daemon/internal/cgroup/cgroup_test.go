@@ -132,3 +132,31 @@ func TestExists(t *testing.T) {
 		t.Fatalf("Exists of an escaping path: %v", err)
 	}
 }
+
+func TestFind(t *testing.T) {
+	root := tree(t)
+	r := New(WithRoot(root), WithFSCheck(acceptAll))
+	c1 := ino(t, filepath.Join(root, "kubepods/pod1/c1"))
+	sys := ino(t, filepath.Join(root, "system.slice"))
+	gone := ino(t, filepath.Join(root, "outside"))
+	if err := os.Remove(filepath.Join(root, "outside")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Find([]uint64{c1, sys, gone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]Cgroup{
+		c1:  {Rel: "/kubepods/pod1/c1", Path: filepath.Join(root, "kubepods/pod1/c1"), ID: c1},
+		sys: {Rel: "/system.slice", Path: filepath.Join(root, "system.slice"), ID: sys},
+	}
+	if len(got) != len(want) || got[c1] != want[c1] || got[sys] != want[sys] {
+		t.Fatalf("Find = %+v, want %+v", got, want)
+	}
+	if got, err := r.Find(nil); err != nil || len(got) != 0 {
+		t.Fatalf("Find(nil) = %v, %v", got, err)
+	}
+	if _, err := New(WithRoot(filepath.Join(root, "none"))).Find([]uint64{c1}); err == nil {
+		t.Fatal("Find under a missing root succeeded")
+	}
+}
