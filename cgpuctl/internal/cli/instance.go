@@ -196,6 +196,9 @@ func writeInstance(w io.Writer, in v1.Instance) error {
 	kv.add("Memory:", gibString(in.Memory)+" GiB per GPU")
 	kv.add("Weight:", strconv.FormatUint(uint64(in.Weight), 10))
 	kv.add("State:", in.State)
+	if in.Reason != "" {
+		kv.add("Reason:", in.Reason)
+	}
 	kv.add("Created:", created(in.Created))
 	if err := kv.write(w); err != nil {
 		return err

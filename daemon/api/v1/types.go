@@ -46,6 +46,12 @@ const (
 	// in flight, or after a crash until the next start reconciles it.
 	StateCreating   = "creating"
 	StateDestroying = "destroying"
+	// StateDegraded is an instance whose limit the daemon could not make
+	// whole (Instance.Reason says why): a kernel instance that could not be
+	// made again or attached to the container's cgroup (the container is
+	// then denied every GPU), or a kernel limit that could not be set back
+	// to the instance's. The daemon retries while an instance is degraded.
+	StateDegraded = "degraded"
 )
 
 // Error is the body of every non-2xx response.
@@ -146,6 +152,9 @@ type Instance struct {
 	State       string        `json:"state"`
 	Created     time.Time     `json:"created"`
 	GPUs        []InstanceGPU `json:"gpus"`
+
+	// Reason says why State is degraded; empty otherwise.
+	Reason string `json:"reason,omitempty"`
 }
 
 // InstanceGPU is the kernel's view of an instance on one GPU.

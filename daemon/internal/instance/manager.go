@@ -14,6 +14,12 @@
 // without waiting for the disk: if they are lost, the next start comes to
 // the same result. A create therefore costs one fsync'd write, and
 // concurrent ones share it (the store groups commits).
+//
+// An instance whose limit cannot be made whole (its kernel instance cannot
+// be made again or attached, or the kernel's limit cannot be set back to
+// the record's) is kept and marked degraded, never dropped: its container
+// is still running. While any is degraded, Health says so and Run
+// reconciles again every WithRetry interval.
 package instance
 
 import (
@@ -91,6 +97,14 @@ func WithWatcher(w *cgroup.Watcher) Option { return func(m *Manager) { m.watcher
 // WithSweep sets the default watcher's sweep interval.
 func WithSweep(d time.Duration) Option { return func(m *Manager) { m.sweep = d } }
 
+// DefaultRetry is how often Run reconciles again while something is
+// degraded.
+const DefaultRetry = 30 * time.Second
+
+// WithRetry sets how often Run reconciles again while an instance is
+// degraded (default DefaultRetry).
+func WithRetry(d time.Duration) Option { return func(m *Manager) { m.retry = d } }
+
 // WithLogger sets the logger.
 func WithLogger(l logrus.FieldLogger) Option { return func(m *Manager) { m.log = l } }
 
@@ -128,6 +142,7 @@ type Manager struct {
 	cgroups        *cgroup.Resolver
 	watcher        *cgroup.Watcher
 	sweep          time.Duration
+	retry          time.Duration
 	log            logrus.FieldLogger
 	now            func() time.Time
 	placement      string
@@ -147,12 +162,15 @@ type Manager struct {
 	reconciled bool
 }
 
-// entry is one instance in memory. op serialises the operations on it; rec
-// and gone are guarded by Manager.mu.
+// entry is one instance in memory. op serialises the operations on it; rec,
+// gone and problem are guarded by Manager.mu.
 type entry struct {
 	op   sync.Mutex
 	rec  state.Record
 	gone bool
+	// problem says why the instance is degraded (see Reconcile); empty
+	// when it is whole.
+	problem string
 }
 
 type gpuLoad struct {
@@ -165,6 +183,7 @@ type gpuLoad struct {
 func New(opts ...Option) (*Manager, error) {
 	m := &Manager{
 		sweep:          cgroup.DefaultSweep,
+		retry:          DefaultRetry,
 		now:            time.Now,
 		placement:      v1.PlacementBinpack,
 		modVersionFile: DefaultModuleVersionFile,

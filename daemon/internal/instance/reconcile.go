@@ -3,7 +3,9 @@ package instance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/sirupsen/logrus"
 
@@ -24,8 +26,13 @@ import (
 //   - A ready instance whose cgroup is gone is destroyed.
 //   - A ready instance whose kernel instance is gone (the module was
 //     reloaded) is made again while its cgroup lives: the container asked
-//     for a slice and must not run without one. If that fails, the
-//     instance is removed, with an error in the log.
+//     for a slice and must not run without one. If it cannot be made again,
+//     or the cgroup cannot be attached to it, the instance is kept and
+//     degraded, and its cgroup's device filter is replaced by one that
+//     denies every GPU (the record says so, Denied, before the filter is
+//     changed) until a later Reconcile repairs it and puts the instance's
+//     own filter back. The filter acts when a device is opened: a process
+//     that already holds a GPU open keeps it.
 //   - A kernel limit or weight that differs from the record (a resize
 //     interrupted before its record) is set back to the record's.
 //   - Kernel instances named like ours that no record claims are
@@ -64,12 +71,12 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		return errf(ErrUnavailable, err, "read state")
 	}
 	if m.kernel == nil {
-		m.loadRecords(recs)
+		m.loadRecords(recs, nil)
 		return errors.Join(append(errs, errf(ErrUnavailable, kernel.ErrNoModule, "reconcile"))...)
 	}
 	v, err := m.kernel.Version(ctx)
 	if err != nil {
-		m.loadRecords(recs)
+		m.loadRecords(recs, nil)
 		return errors.Join(append(errs, errf(ErrUnavailable, err, "kernel version"))...)
 	}
 	m.mu.Lock()
@@ -78,7 +85,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 
 	kstats, err := m.kernelByName(ctx)
 	if err != nil {
-		m.loadRecords(recs)
+		m.loadRecords(recs, nil)
 		return errors.Join(append(errs, errf(ErrUnavailable, err, "list kernel instances"))...)
 	}
 	pinned := map[uint64]bool{}
@@ -100,14 +107,18 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		m.log.WithError(rootErr).Error("reconcile: cgroup mount unusable; no instance is destroyed for a missing cgroup")
 	}
 	var kept []state.Record
+	problems := map[string]string{}
 	for _, rec := range recs {
 		log := m.log.WithField("instance", rec.Name).WithField("cgroup", rec.Cgroup)
-		out, keep, err := m.fixRecord(ctx, log, rec, kstats, pinned, rootErr == nil)
+		out, keep, problem, err := m.fixRecord(ctx, log, rec, kstats, pinned, rootErr == nil)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		if keep {
 			kept = append(kept, out)
+			if problem != "" {
+				problems[out.Name] = problem
+			}
 		}
 	}
 
@@ -155,29 +166,30 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			}
 		}
 	}
-	m.loadRecords(kept)
+	m.loadRecords(kept, problems)
 	return errors.Join(errs...)
 }
 
-// fixRecord repairs one record; keep says whether it stays.
-func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec state.Record, kstats map[string]kernel.Stats, pinned map[uint64]bool, rootOK bool) (state.Record, bool, error) {
-	remove := func(force bool, msg string) (state.Record, bool, error) {
+// fixRecord repairs one record; keep says whether it stays, problem why
+// it is degraded (empty when it is whole).
+func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec state.Record, kstats map[string]kernel.Stats, pinned map[uint64]bool, rootOK bool) (out state.Record, keep bool, problem string, err error) {
+	remove := func(force bool, msg string) (state.Record, bool, string, error) {
 		if err := m.teardown(ctx, rec, force); err != nil {
 			if errors.Is(err, ErrBusy) && !errors.Is(err, errNotRestored) {
 				rec.State, rec.Force = state.StateReady, false
 				if perr := m.records.Put(ctx, rec); perr != nil {
-					return rec, true, errf(ErrUnavailable, perr, "record instance %s", rec.Name)
+					return rec, true, "", errf(ErrUnavailable, perr, "record instance %s", rec.Name)
 				}
 				log.Warn("reconcile: interrupted destroy refused, the instance holds memory; kept")
-				return m.fillIDs(ctx, rec), true, nil
+				return m.fillIDs(ctx, rec), true, "", nil
 			}
-			return rec, true, err
+			return rec, true, "", err
 		}
 		if err := m.records.Delete(ctx, rec.Name); err != nil {
-			return rec, true, errf(ErrUnavailable, err, "delete record %s", rec.Name)
+			return rec, true, "", errf(ErrUnavailable, err, "delete record %s", rec.Name)
 		}
 		log.Warn("reconcile: " + msg)
-		return rec, false, nil
+		return rec, false, "", nil
 	}
 	alive, err := m.cgroups.Exists(rec.CgroupID, rec.Cgroup)
 	if err != nil || !rootOK {
@@ -198,26 +210,38 @@ func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec sta
 		rec = m.fillIDs(ctx, rec)
 		rec.State = state.StateReady
 		if err := m.records.Put(ctx, rec); err != nil {
-			return rec, true, errf(ErrUnavailable, err, "record instance %s", rec.Name)
+			return rec, true, "", errf(ErrUnavailable, err, "record instance %s", rec.Name)
 		}
 		log.Info("reconcile: interrupted create finished")
-		return rec, true, nil
+		return rec, true, "", nil
 	}
 	if !alive {
 		return remove(true, "cgroup gone; instance destroyed")
 	}
 	cgPath := filepath.Join(m.cgroups.Root(), rec.Cgroup)
 	changed := false
+	// unlimited: a GPU of the instance on which the container has no
+	// attached kernel instance, so nothing limits it there.
+	unlimited := false
+	var problems []string
+	degrade := func(gpuIndex int, err error, format string, args ...any) {
+		msg := fmt.Sprintf("GPU %d: ", gpuIndex) + fmt.Sprintf(format, args...)
+		log.WithError(err).WithField("gpu", gpuIndex).Error("reconcile: " + msg)
+		problems = append(problems, msg+": "+err.Error())
+	}
 	for i := range rec.Slots {
 		s := &rec.Slots[i]
 		st, ok := kstats[kernelName(rec.Name, s.GPU)]
 		if !ok {
+			// The recorded id is stale: the kernel has no instance by the
+			// name, and ids are reused after a reload.
+			s.KernelID, changed = 0, true
 			if err := m.remakeSlot(ctx, &rec, i); err != nil {
-				log.WithError(err).Error("reconcile: kernel instance gone and cannot be made again")
-				return remove(true, "instance removed: its kernel instance could not be made again")
+				unlimited = true
+				degrade(s.GPU, err, "kernel instance gone and cannot be made again")
+				continue
 			}
 			log.WithField("gpu", s.GPU).Warn("reconcile: kernel instance gone (module reloaded?); made again")
-			changed = true
 			continue
 		}
 		if s.KernelID != st.ID {
@@ -225,10 +249,11 @@ func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec sta
 		}
 		if st.Cgroups == 0 {
 			if err := m.kernel.Attach(ctx, st.ID, rec.CgroupID); err != nil && !errors.Is(err, kernel.ErrExists) {
-				log.WithError(err).Error("reconcile: cannot attach the cgroup again")
-				return remove(true, "instance removed: its cgroup could not be attached")
+				unlimited = true
+				degrade(s.GPU, err, "the cgroup was not attached and cannot be attached again")
+			} else {
+				log.WithField("gpu", s.GPU).Warn("reconcile: cgroup was not attached; attached")
 			}
-			log.WithField("gpu", s.GPU).Warn("reconcile: cgroup was not attached; attached")
 		}
 		if st.MemLimit != rec.Memory {
 			if err := m.kernel.SetLimit(ctx, st.ID, rec.Memory); err != nil {
@@ -247,18 +272,47 @@ func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec sta
 			}
 		}
 	}
-	if m.filter != nil && !pinned[rec.CgroupID] {
-		if err := m.filter.Apply(ctx, cgPath, rec.CgroupID, minors(rec)); err != nil {
-			return rec, true, errf(ErrUnavailable, err, "device filter of instance %s", rec.Name)
+	var ferr error
+	switch {
+	case unlimited && m.filter == nil:
+		problems = append(problems, "no device filter to deny the container its GPUs")
+	case unlimited:
+		// Fail closed: the container may not open a GPU it has no limit on,
+		// and without knowing which it may open, it may open none. The
+		// record says so first, so that a crash cannot leave a filter that
+		// denies everything behind a record that does not know it.
+		if !rec.Denied {
+			rec.Denied = true
+			if err := m.records.Put(ctx, rec); err != nil {
+				ferr = errf(ErrUnavailable, err, "record instance %s", rec.Name)
+			} else {
+				changed = false
+			}
 		}
-		log.Warn("reconcile: device filter missing; applied")
+		if err := m.filter.Apply(ctx, cgPath, rec.CgroupID, nil); err != nil {
+			problems = append(problems, "its GPUs cannot be denied: "+err.Error())
+			ferr = errors.Join(ferr, errf(ErrUnavailable, err, "device filter of instance %s", rec.Name))
+		} else {
+			problems = append(problems, "every GPU denied to the container until it is repaired")
+			log.Error("reconcile: the container's limit cannot be made whole; every GPU denied to it")
+		}
+	case m.filter != nil && (rec.Denied || !pinned[rec.CgroupID]):
+		if err := m.filter.Apply(ctx, cgPath, rec.CgroupID, minors(rec)); err != nil {
+			return rec, true, strings.Join(problems, "; "), errf(ErrUnavailable, err, "device filter of instance %s", rec.Name)
+		}
+		if rec.Denied {
+			rec.Denied, changed = false, true
+			log.Warn("reconcile: instance repaired; its GPUs allowed again")
+		} else {
+			log.Warn("reconcile: device filter missing; applied")
+		}
 	}
 	if changed {
 		if err := m.records.Put(ctx, rec); err != nil {
-			return rec, true, errf(ErrUnavailable, err, "record instance %s", rec.Name)
+			ferr = errors.Join(ferr, errf(ErrUnavailable, err, "record instance %s", rec.Name))
 		}
 	}
-	return rec, true, nil
+	return rec, true, strings.Join(problems, "; "), ferr
 }
 
 // fillIDs sets the kernel ids of rec's slots from the kernel's names.
@@ -271,16 +325,16 @@ func (m *Manager) fillIDs(ctx context.Context, rec state.Record) state.Record {
 	return rec
 }
 
-// loadRecords replaces the instances in memory with recs and watches their
-// cgroups.
-func (m *Manager) loadRecords(recs []state.Record) {
+// loadRecords replaces the instances in memory with recs (problems says
+// which are degraded, by name) and watches their cgroups.
+func (m *Manager) loadRecords(recs []state.Record, problems map[string]string) {
 	m.mu.Lock()
 	old := m.byCgroup
 	m.byName = map[string]*entry{}
 	m.byCgroup = map[uint64]*entry{}
 	m.load = map[int]*gpuLoad{}
 	for _, rec := range recs {
-		m.addLocked(&entry{rec: rec.Clone()})
+		m.addLocked(&entry{rec: rec.Clone(), problem: problems[rec.Name]})
 	}
 	m.mu.Unlock()
 	for id := range old {

@@ -47,6 +47,12 @@ func (m *Manager) ResizeInstance(ctx context.Context, name string, req v1.Resize
 		m.mu.Unlock()
 		return v1.Instance{}, errf(ErrConflict, nil, "instance %s is %s", name, old.State)
 	}
+	if e.problem != "" {
+		// Its kernel instances are not what the record says; the retry
+		// (or a destroy) comes first.
+		m.mu.Unlock()
+		return v1.Instance{}, errf(ErrConflict, nil, "instance %s is degraded (%s); it cannot be resized until it is repaired", name, e.problem)
+	}
 	nw := old.Clone()
 	if req.Memory != nil {
 		nw.Memory = *req.Memory

@@ -2,15 +2,64 @@ package instance
 
 import (
 	"context"
+	"time"
 
 	"github.com/cgpu-dev/cgpu/daemon/internal/cgroup"
 )
 
 // Run destroys the instance of each container cgroup that disappears,
-// whether or not a poststop hook ever comes, one log line each. It returns
-// when ctx is done.
+// whether or not a poststop hook ever comes, one log line each, and
+// reconciles again every retry interval while something is degraded. It
+// returns when ctx is done.
 func (m *Manager) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	defer func() { <-done }()
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		defer close(done)
+		m.retryDegraded(rctx)
+	}()
 	return m.watcher.Run(ctx, func(g cgroup.Gone) { m.cgroupGone(ctx, g) })
+}
+
+// retryDegraded reconciles again, every m.retry until ctx is done, while
+// an instance is degraded: what could not be repaired at start (the module was reloaded without a
+// GPU, a limit in use above the record's) may be repairable now.
+func (m *Manager) retryDegraded(ctx context.Context) {
+	if m.retry <= 0 {
+		return
+	}
+	t := time.NewTicker(m.retry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !m.degraded() {
+			continue
+		}
+		if err := m.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			m.log.WithError(err).Error("reconcile (retry of degraded instances) failed")
+		}
+		if !m.degraded() {
+			m.log.Info("reconcile: nothing is degraded any more")
+		}
+	}
+}
+
+// degraded says whether an instance is degraded.
+func (m *Manager) degraded() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.byName {
+		if e.problem != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Manager) cgroupGone(ctx context.Context, g cgroup.Gone) {

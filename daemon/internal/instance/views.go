@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sort"
 	"strings"
@@ -14,12 +15,18 @@ import (
 
 // view turns a record into the API's Instance; with stats it adds the
 // kernel's numbers (a kernel instance that cannot be read shows zeros).
+// A ready instance that Reconcile could not make whole shows as degraded.
 func (m *Manager) view(ctx context.Context, rec state.Record, stats bool) v1.Instance {
 	in := v1.Instance{
 		Name: rec.Name, ContainerID: rec.ContainerID, Cgroup: rec.Cgroup, CgroupID: rec.CgroupID,
 		Memory: rec.Memory, Weight: rec.Weight, State: rec.State, Created: rec.Created,
 		GPUs: make([]v1.InstanceGPU, 0, len(rec.Slots)),
 	}
+	m.mu.Lock()
+	if e := m.byName[rec.Name]; e != nil && e.problem != "" && rec.State == state.StateReady {
+		in.State, in.Reason = v1.StateDegraded, e.problem
+	}
+	m.mu.Unlock()
 	for _, s := range rec.Slots {
 		g := v1.InstanceGPU{Index: s.GPU, UUID: s.UUID, Minor: s.Minor, KernelID: s.KernelID}
 		if stats && s.KernelID != 0 && m.kernel != nil {
@@ -155,8 +162,8 @@ func (m *Manager) Version(ctx context.Context) (v1.Version, error) {
 	return out, nil
 }
 
-// Health checks the kernel, the GPUs, the state store and the last
-// reconciliation.
+// Health checks the kernel, the GPUs, the state store, the last
+// reconciliation and the instances (none degraded).
 func (m *Manager) Health(ctx context.Context) v1.Health {
 	var checks []v1.Check
 	add := func(name string, err error, okMsg string) {
@@ -174,6 +181,13 @@ func (m *Manager) Health(ctx context.Context) v1.Health {
 	}
 	m.mu.Lock()
 	ngpu, lastRec, reconciled := len(m.inv.GPUs), m.lastRec, m.reconciled
+	var degraded []string
+	for name, e := range m.byName {
+		if e.problem != "" {
+			degraded = append(degraded, "instance "+name+" is degraded: "+e.problem)
+		}
+	}
+	sort.Strings(degraded)
 	m.mu.Unlock()
 	if ngpu == 0 {
 		add("gpus", errf(ErrUnavailable, nil, "no GPU found"), "")
@@ -186,6 +200,11 @@ func (m *Manager) Health(ctx context.Context) v1.Health {
 		lastRec = errf(ErrUnavailable, nil, "not reconciled yet")
 	}
 	add("reconcile", lastRec, "")
+	if len(degraded) > 0 {
+		add("instances", errors.New(strings.Join(degraded, "; ")), "")
+	} else {
+		add("instances", nil, "")
+	}
 	h := v1.Health{Status: "ok", Checks: checks}
 	for _, c := range checks {
 		if !c.OK {

@@ -37,6 +37,10 @@ type Record struct {
 	// Force is the destroy's force flag while State is destroying, so a
 	// destroy interrupted by a crash is finished the way it was asked.
 	Force bool `json:"force,omitempty"`
+	// Denied says the cgroup's device filter denies every GPU: set (before
+	// the filter) while a kernel instance of the record cannot be made or
+	// attached, cleared once the filter allows the record's GPUs again.
+	Denied bool `json:"denied,omitempty"`
 }
 
 // Clone returns a copy that shares nothing with r.

@@ -1,0 +1,114 @@
+package instance
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
+	"github.com/cgpu-dev/cgpu/daemon/internal/kernel"
+	"github.com/cgpu-dev/cgpu/daemon/internal/state"
+)
+
+// reconciled returns a Manager on w after one Reconcile, which must not
+// fail: what it could not repair shows in Health, not as an error.
+func reconciled(t *testing.T, w *world, extra ...Option) *Manager {
+	t.Helper()
+	m, err := New(w.opts(extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := m.Reconcile(context.Background()); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	return m
+}
+
+// instancesCheck returns Health's status and its "instances" check.
+func instancesCheck(t *testing.T, m *Manager) (string, v1.Check) {
+	t.Helper()
+	h := m.Health(context.Background())
+	for _, c := range h.Checks {
+		if c.Name == "instances" {
+			return h.Status, c
+		}
+	}
+	t.Fatalf("Health has no instances check: %+v", h)
+	return "", v1.Check{}
+}
+
+func recordOf(t *testing.T, w *world, name string) state.Record {
+	t.Helper()
+	for _, r := range w.records() {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no record %s in %+v", name, w.records())
+	return state.Record{}
+}
+
+// TestReconcileDegradesWhenKernelInstanceCannotBeMade: the module was
+// reloaded and a container's kernel instance cannot be made again. The
+// container still runs, so its record stays, its cgroup is denied every
+// GPU, and the instance and Health say degraded; a retry that can make it
+// puts everything back.
+func TestReconcileDegradesWhenKernelInstanceCannotBeMade(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, 2, 16*gib)
+	m := w.manager()
+	w.cgroup("a")
+	w.cgroup("b")
+	mustCreate(t, m, v1.CreateRequest{Name: "a", Cgroup: "/kubepods/a", Memory: 2 * gib, GPUs: []string{"1"}})
+	mustCreate(t, m, v1.CreateRequest{Name: "b", Cgroup: "/kubepods/b", Memory: 2 * gib, GPUs: []string{"0"}})
+	m.Close()
+	w.kern.Reset()
+	// Records are repaired in name order: a's create is the one refused.
+	w.kern.FailNext("create", &kernel.Error{Op: "create", Errno: unix.ENOSPC, Sentinel: kernel.ErrNoSpace})
+
+	m2 := reconciled(t, w, WithRetry(5*time.Millisecond))
+	rec := recordOf(t, w, "a")
+	if !rec.Denied || rec.Slots[0].KernelID != 0 {
+		t.Errorf("record of a: %+v; want it kept, denied, with no kernel id", rec)
+	}
+	if mins, ok := w.filter.get(rec.CgroupID); !ok || len(mins) != 0 {
+		t.Errorf("filter of a: %v (pinned %v); want one that allows no GPU", mins, ok)
+	}
+	in, err := m2.GetInstance(ctx, "a")
+	if err != nil || in.State != v1.StateDegraded || !strings.Contains(in.Reason, "GPU 1") {
+		t.Errorf("instance a = %+v, %v; want degraded with a reason naming GPU 1", in, err)
+	}
+	if in, _ := m2.GetInstance(ctx, "b"); in.State != v1.StateReady || in.Reason != "" {
+		t.Errorf("instance b = %+v; want ready", in)
+	}
+	if st, c := instancesCheck(t, m2); st != "degraded" || c.OK || !strings.Contains(c.Message, "instance a is degraded") {
+		t.Errorf("Health %s, instances check %+v; want degraded naming a", st, c)
+	}
+	if _, err := m2.ResizeInstance(ctx, "a", v1.ResizeRequest{Memory: ptr(3 * gib)}); !isKind(err, ErrConflict) {
+		t.Errorf("resize of a degraded instance: %v", err)
+	}
+
+	// The retry, with the kernel willing now.
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m2.Run(runCtx) }()
+	waitFor(t, func() bool {
+		in, _ := m2.GetInstance(ctx, "a")
+		return in.State == v1.StateReady
+	})
+	cancel()
+	<-done
+	w.checkClean(m2) // a's own filter is back
+	if rec := recordOf(t, w, "a"); rec.Denied {
+		t.Errorf("record of a still denied: %+v", rec)
+	}
+	if st, c := instancesCheck(t, m2); st != "ok" || !c.OK {
+		t.Errorf("Health after the repair: %s, %+v", st, c)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
