@@ -34,7 +34,10 @@ import (
 //     own filter back. The filter acts when a device is opened: a process
 //     that already holds a GPU open keeps it.
 //   - A kernel limit or weight that differs from the record (a resize
-//     interrupted before its record) is set back to the record's.
+//     interrupted before its record, a write to /proc/cgpu_km) is set back
+//     to the record's; the record never follows the kernel. If the kernel
+//     refuses (more memory in use than the record allows), the instance is
+//     kept as it is and degraded.
 //   - Kernel instances named like ours that no record claims are
 //     destroyed, without force: one that holds memory is left, with a
 //     warning, for the next start (forcing would free a quota under a
@@ -255,18 +258,18 @@ func (m *Manager) fixRecord(ctx context.Context, log logrus.FieldLogger, rec sta
 				log.WithField("gpu", s.GPU).Warn("reconcile: cgroup was not attached; attached")
 			}
 		}
+		// The record wins: a limit raised behind the daemon's back (a write
+		// to /proc/cgpu_km) is not adopted.
 		if st.MemLimit != rec.Memory {
 			if err := m.kernel.SetLimit(ctx, st.ID, rec.Memory); err != nil {
-				log.WithError(err).Warnf("reconcile: kernel limit %d differs from the record's %d; record follows the kernel", st.MemLimit, rec.Memory)
-				rec.Memory, changed = st.MemLimit, true
+				degrade(s.GPU, err, "kernel limit %s (%s in use) differs from the instance's %s and cannot be set back", human(st.MemLimit), human(st.MemUsed), human(rec.Memory))
 			} else {
 				log.WithField("gpu", s.GPU).Warn("reconcile: kernel limit set back to the record's")
 			}
 		}
 		if st.Weight != rec.Weight {
 			if err := m.kernel.SetWeight(ctx, st.ID, rec.Weight); err != nil {
-				log.WithError(err).Warnf("reconcile: kernel weight %d differs from the record's %d; record follows the kernel", st.Weight, rec.Weight)
-				rec.Weight, changed = st.Weight, true
+				degrade(s.GPU, err, "kernel weight %d differs from the instance's %d and cannot be set back", st.Weight, rec.Weight)
 			} else {
 				log.WithField("gpu", s.GPU).Warn("reconcile: kernel weight set back to the record's")
 			}

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,49 @@ func TestReconcileDegradesWhenKernelInstanceCannotBeMade(t *testing.T) {
 	if st, c := instancesCheck(t, m2); st != "ok" || !c.OK {
 		t.Errorf("Health after the repair: %s, %+v", st, c)
 	}
+}
+
+// TestReconcileNeverRaisesTheRecord: a kernel limit raised behind the
+// daemon's back (a write to /proc/cgpu_km/<gpu>/<instance>/memsize) is set
+// back to the record's; while more than the record's limit is in use the
+// kernel refuses, the record stays, and Health is degraded.
+func TestReconcileNeverRaisesTheRecord(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, 1, 16*gib)
+	m := w.manager()
+	w.cgroup("a")
+	in := mustCreate(t, m, v1.CreateRequest{Name: "a", Cgroup: "/kubepods/a", Memory: 4 * gib})
+	m.Close()
+	id := in.GPUs[0].KernelID
+	w.kern.SetLimit(ctx, id, 16*gib)
+	w.kern.SetUsage(id, 6*gib, 1)
+
+	m2 := reconciled(t, w)
+	if rec := recordOf(t, w, "a"); rec.Memory != 4*gib {
+		t.Errorf("record limit %d, want the record's 4 GiB", rec.Memory)
+	}
+	if got, _ := m2.GetInstance(ctx, "a"); got.Memory != 4*gib || got.State != v1.StateDegraded || !strings.Contains(got.Reason, "16 GiB") {
+		t.Errorf("instance %+v; want 4 GiB, degraded, naming the kernel's 16 GiB", got)
+	}
+	if st, c := instancesCheck(t, m2); st != "degraded" || !strings.Contains(c.Message, "instance a") {
+		t.Errorf("Health %s, %+v; want degraded naming a", st, c)
+	}
+	// Still limited, if above the record: the container keeps its GPU.
+	if mins, _ := w.filter.get(in.CgroupID); !slices.Equal(mins, []uint32{0}) {
+		t.Errorf("filter %v; want GPU 0 still allowed", mins)
+	}
+
+	w.kern.SetUsage(id, gib, 1)
+	if err := m2.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := w.kern.Stats(ctx, id); st.MemLimit != 4*gib {
+		t.Errorf("kernel limit %d after the retry, want 4 GiB", st.MemLimit)
+	}
+	if st, _ := instancesCheck(t, m2); st != "ok" {
+		t.Errorf("Health after the retry: %s", st)
+	}
+	w.checkClean(m2)
 }
 
 func ptr[T any](v T) *T { return &v }
