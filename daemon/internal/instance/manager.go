@@ -102,7 +102,7 @@ func WithSweep(d time.Duration) Option { return func(m *Manager) { m.sweep = d }
 const DefaultRetry = 30 * time.Second
 
 // WithRetry sets how often Run reconciles again while an instance is
-// degraded (default DefaultRetry).
+// degraded or kernel instances are kept unclaimed (default DefaultRetry).
 func WithRetry(d time.Duration) Option { return func(m *Manager) { m.retry = d } }
 
 // WithLogger sets the logger.
@@ -160,6 +160,10 @@ type Manager struct {
 	maxInst    uint32           // 0 until the kernel told
 	lastRec    error            // last Reconcile's error
 	reconciled bool
+	// orphans are kernel instances named like ours that no record claims
+	// and that the last Reconcile kept, attached to cgroups it could not
+	// tell apart: "<kernel name>: <why>".
+	orphans []string
 }
 
 // entry is one instance in memory. op serialises the operations on it; rec,

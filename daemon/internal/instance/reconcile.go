@@ -38,12 +38,23 @@ import (
 //     to the record's; the record never follows the kernel. If the kernel
 //     refuses (more memory in use than the record allows), the instance is
 //     kept as it is and degraded.
-//   - Kernel instances named like ours that no record claims are
-//     destroyed, without force: one that holds memory is left, with a
-//     warning, for the next start (forcing would free a quota under a
-//     running process). Others' names are left alone.
-//   - Filters pinned for cgroups that no record claims are removed, and
-//     missing ones of live instances applied.
+//   - Kernel instances named like ours that no record claims and that no
+//     cgroup is attached to are destroyed, without force: one that holds
+//     memory is left, with a warning, for the next start (forcing would
+//     free a quota under a running process). Others' names are left alone.
+//   - Unclaimed ones that are attached (the state directory was lost) may
+//     be the slice of a running container. cgpu.ko does not say which
+//     cgroups an instance is attached to; the device filters pinned for
+//     cgroups that no record claims (bpffs outlives the state directory)
+//     say which containers had slices. If none of those cgroups is alive,
+//     the instances are destroyed as above. If one is, and the unclaimed
+//     attached kernel instances are those of one instance name, they are
+//     adopted: a record is made from the kernel's view (name, GPUs, the
+//     smallest limit and weight) and that cgroup. Otherwise they cannot be
+//     told apart: they are kept, and so are the filters of those cgroups,
+//     and Health is degraded until a later Reconcile can decide.
+//   - Filters pinned for cgroups that no record claims are removed (but
+//     those kept above), and missing ones of live instances applied.
 func (m *Manager) Reconcile(ctx context.Context) error {
 	m.recon.Lock()
 	defer m.recon.Unlock()
@@ -74,12 +85,12 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		return errf(ErrUnavailable, err, "read state")
 	}
 	if m.kernel == nil {
-		m.loadRecords(recs, nil)
+		m.loadRecords(recs, nil, nil)
 		return errors.Join(append(errs, errf(ErrUnavailable, kernel.ErrNoModule, "reconcile"))...)
 	}
 	v, err := m.kernel.Version(ctx)
 	if err != nil {
-		m.loadRecords(recs, nil)
+		m.loadRecords(recs, nil, nil)
 		return errors.Join(append(errs, errf(ErrUnavailable, err, "kernel version"))...)
 	}
 	m.mu.Lock()
@@ -88,14 +99,16 @@ func (m *Manager) reconcile(ctx context.Context) error {
 
 	kstats, err := m.kernelByName(ctx)
 	if err != nil {
-		m.loadRecords(recs, nil)
+		m.loadRecords(recs, nil, nil)
 		return errors.Join(append(errs, errf(ErrUnavailable, err, "list kernel instances"))...)
 	}
 	pinned := map[uint64]bool{}
+	pinsKnown := m.filter != nil
 	if m.filter != nil {
 		ids, err := m.filter.Pinned(ctx)
 		if err != nil {
 			errs = append(errs, errf(ErrUnavailable, err, "list device filters"))
+			pinsKnown = false
 		}
 		for _, id := range ids {
 			pinned[id] = true
@@ -111,7 +124,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	}
 	var kept []state.Record
 	problems := map[string]string{}
-	for _, rec := range recs {
+	fix := func(rec state.Record) {
 		log := m.log.WithField("instance", rec.Name).WithField("cgroup", rec.Cgroup)
 		out, keep, problem, err := m.fixRecord(ctx, log, rec, kstats, pinned, rootErr == nil)
 		if err != nil {
@@ -124,41 +137,42 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			}
 		}
 	}
+	for _, rec := range recs {
+		fix(rec)
+	}
 
 	claimed := map[string]bool{}
 	cgroups := map[uint64]bool{}
-	for _, rec := range kept {
+	names := map[string]bool{}
+	claim := func(rec state.Record) {
+		names[rec.Name] = true
 		cgroups[rec.CgroupID] = true
 		for _, s := range rec.Slots {
 			claimed[kernelName(rec.Name, s.GPU)] = true
 		}
 	}
-	// Kernel instances may have changed above: look again.
+	for _, rec := range kept {
+		claim(rec)
+	}
+	// Kernel instances may have changed above: look again. Without the
+	// list, a filter without a record may be an unclaimed instance's: keep
+	// them all.
+	var o orphanResult
 	if kstats, err = m.kernelByName(ctx); err != nil {
 		errs = append(errs, errf(ErrUnavailable, err, "list kernel instances"))
+		o.keepAllPins = true
+	} else {
+		o = m.fixOrphans(ctx, kstats, claimed, names, cgroups, pinned, pinsKnown && rootErr == nil)
 	}
-	for name, st := range kstats {
-		if claimed[name] {
-			continue
-		}
-		log := m.log.WithField("kernel_instance", name).WithField("kernel_id", st.ID)
-		if !ourKernelName(name) {
-			log.Info("reconcile: kernel instance not made by cgpud; left alone")
-			continue
-		}
-		switch err := m.kernel.Destroy(ctx, st.ID, false); {
-		case err == nil, errors.Is(err, kernel.ErrNotFound):
-			log.Warn("reconcile: kernel instance without a record destroyed")
-		case errors.Is(err, kernel.ErrBusy):
-			log.Warn("reconcile: kernel instance without a record holds memory; left until the next start")
-		default:
-			errs = append(errs, errf(kernelKind(err), err, "destroy kernel instance %s", name))
-		}
+	errs = append(errs, o.errs...)
+	for _, rec := range o.adopted {
+		fix(rec)
+		claim(rec)
 	}
-	if m.filter != nil {
+	if m.filter != nil && !o.keepAllPins {
 		if ids, err := m.filter.Pinned(ctx); err == nil {
 			for _, id := range ids {
-				if cgroups[id] {
+				if cgroups[id] || o.keepPins[id] {
 					continue
 				}
 				if err := m.filter.Remove(ctx, id); err != nil {
@@ -169,7 +183,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			}
 		}
 	}
-	m.loadRecords(kept, problems)
+	m.loadRecords(kept, problems, o.kept)
 	return errors.Join(errs...)
 }
 
@@ -329,8 +343,9 @@ func (m *Manager) fillIDs(ctx context.Context, rec state.Record) state.Record {
 }
 
 // loadRecords replaces the instances in memory with recs (problems says
-// which are degraded, by name) and watches their cgroups.
-func (m *Manager) loadRecords(recs []state.Record, problems map[string]string) {
+// which are degraded, by name) and watches their cgroups; orphans are the
+// kernel instances kept unclaimed.
+func (m *Manager) loadRecords(recs []state.Record, problems map[string]string, orphans []string) {
 	m.mu.Lock()
 	old := m.byCgroup
 	m.byName = map[string]*entry{}
@@ -339,6 +354,7 @@ func (m *Manager) loadRecords(recs []state.Record, problems map[string]string) {
 	for _, rec := range recs {
 		m.addLocked(&entry{rec: rec.Clone(), problem: problems[rec.Name]})
 	}
+	m.orphans = orphans
 	m.mu.Unlock()
 	for id := range old {
 		m.watcher.Remove(id)

@@ -53,6 +53,17 @@ func recordOf(t *testing.T, w *world, name string) state.Record {
 	return state.Record{}
 }
 
+// loseState replaces the world's state directory by an empty one.
+func loseState(t *testing.T, w *world) {
+	t.Helper()
+	s, err := state.Open(state.WithDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	w.store = s
+}
+
 // TestReconcileDegradesWhenKernelInstanceCannotBeMade: the module was
 // reloaded and a container's kernel instance cannot be made again. The
 // container still runs, so its record stays, its cgroup is denied every
@@ -109,6 +120,89 @@ func TestReconcileDegradesWhenKernelInstanceCannotBeMade(t *testing.T) {
 	}
 	if st, c := instancesCheck(t, m2); st != "ok" || !c.OK {
 		t.Errorf("Health after the repair: %s, %+v", st, c)
+	}
+}
+
+// TestReconcileAdoptsAfterStateLoss: the state directory is gone, a
+// container's kernel instance is attached to its live cgroup (and its
+// filter is pinned): it is adopted, not destroyed. An idle kernel instance
+// attached to nothing is still destroyed.
+func TestReconcileAdoptsAfterStateLoss(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, 2, 16*gib)
+	m := w.manager()
+	w.cgroup("a")
+	mustCreate(t, m, v1.CreateRequest{Name: "a", ContainerID: "ca", Cgroup: "/kubepods/a", Memory: 3 * gib, Weight: 2, GPUs: []string{"0", "1"}})
+	m.Close()
+	w.kern.Create(ctx, kernel.CreateRequest{Name: "idle.0", GPU: 0, MemLimit: gib})
+	loseState(t, w)
+
+	m2 := reconciled(t, w)
+	kin := w.kernelInstances()
+	if _, ok := kin["idle.0"]; ok {
+		t.Error("idle unattached kernel instance kept")
+	}
+	recs := w.checkClean(m2)
+	if len(recs) != 1 {
+		t.Fatalf("records %+v; want a adopted", recs)
+	}
+	a := recs[0]
+	want := state.Record{Name: "a", Cgroup: "/kubepods/a", CgroupID: a.CgroupID, Memory: 3 * gib, Weight: 2, State: state.StateReady, Created: a.Created,
+		Slots: []state.Slot{
+			{GPU: 0, Minor: 0, UUID: w.inv.GPUs[0].UUID, KernelID: kin["a.0"].ID},
+			{GPU: 1, Minor: 1, UUID: w.inv.GPUs[1].UUID, KernelID: kin["a.1"].ID},
+		}}
+	if a.CgroupID == 0 || !slices.Equal(a.Slots, want.Slots) || a.Cgroup != want.Cgroup || a.Memory != want.Memory || a.Weight != want.Weight {
+		t.Fatalf("adopted %+v, want %+v", a, want)
+	}
+	if st, c := instancesCheck(t, m2); st != "ok" || !c.OK {
+		t.Errorf("Health after an adoption: %s, %+v", st, c)
+	}
+	// It is an instance like any other: its cgroup's end destroys it.
+	w.rmCgroup("/kubepods/a")
+	m2.cgroupGone(ctx, cgroupGoneOf(m2, "a"))
+	if recs := w.checkClean(m2); len(recs) != 0 {
+		t.Fatalf("records after the cgroup went: %+v", recs)
+	}
+}
+
+// TestReconcileKeepsOrphansItCannotTellApart: after the state directory
+// is lost with two live containers, the kernel cannot say which cgroup
+// each instance guards; both are kept (with their filters), Health says
+// so, and once their cgroups are gone a retry destroys them.
+func TestReconcileKeepsOrphansItCannotTellApart(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, 1, 16*gib)
+	m := w.manager()
+	for _, c := range []string{"a", "b"} {
+		w.cgroup(c)
+		mustCreate(t, m, v1.CreateRequest{Name: c, Cgroup: "/kubepods/" + c, Memory: gib})
+	}
+	m.Close()
+	pinned, _ := w.filter.Pinned(ctx)
+	loseState(t, w)
+
+	m2 := reconciled(t, w)
+	if n := len(w.kernelInstances()); n != 2 {
+		t.Errorf("%d kernel instances left; want both kept", n)
+	}
+	if now, _ := w.filter.Pinned(ctx); !slices.Equal(now, pinned) {
+		t.Errorf("filters %v, want %v kept", now, pinned)
+	}
+	if st, c := instancesCheck(t, m2); st != "degraded" || !strings.Contains(c.Message, "a.0") || !strings.Contains(c.Message, "b.0") {
+		t.Errorf("Health %s, %+v; want degraded naming a.0 and b.0", st, c)
+	}
+
+	w.rmCgroup("/kubepods/a")
+	w.rmCgroup("/kubepods/b")
+	if err := m2.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if recs := w.checkClean(m2); len(recs) != 0 {
+		t.Fatalf("records %+v", recs)
+	}
+	if st, _ := instancesCheck(t, m2); st != "ok" {
+		t.Errorf("Health once the cgroups are gone: %s", st)
 	}
 }
 

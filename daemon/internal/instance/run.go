@@ -24,7 +24,8 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 // retryDegraded reconciles again, every m.retry until ctx is done, while
-// an instance is degraded: what could not be repaired at start (the module was reloaded without a
+// an instance is degraded or kernel instances are kept without a record:
+// what could not be repaired at start (the module was reloaded without a
 // GPU, a limit in use above the record's) may be repairable now.
 func (m *Manager) retryDegraded(ctx context.Context) {
 	if m.retry <= 0 {
@@ -50,10 +51,14 @@ func (m *Manager) retryDegraded(ctx context.Context) {
 	}
 }
 
-// degraded says whether an instance is degraded.
+// degraded says whether an instance is degraded or kernel instances are
+// kept without a record.
 func (m *Manager) degraded() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if len(m.orphans) > 0 {
+		return true
+	}
 	for _, e := range m.byName {
 		if e.problem != "" {
 			return true

@@ -163,7 +163,8 @@ func (m *Manager) Version(ctx context.Context) (v1.Version, error) {
 }
 
 // Health checks the kernel, the GPUs, the state store, the last
-// reconciliation and the instances (none degraded).
+// reconciliation and the instances (none degraded, no kernel instance kept
+// without a record).
 func (m *Manager) Health(ctx context.Context) v1.Health {
 	var checks []v1.Check
 	add := func(name string, err error, okMsg string) {
@@ -188,6 +189,9 @@ func (m *Manager) Health(ctx context.Context) v1.Health {
 		}
 	}
 	sort.Strings(degraded)
+	for _, o := range m.orphans {
+		degraded = append(degraded, "kernel instance "+o)
+	}
 	m.mu.Unlock()
 	if ngpu == 0 {
 		add("gpus", errf(ErrUnavailable, nil, "no GPU found"), "")
