@@ -1,7 +1,8 @@
 #!/bin/sh
 # Fail closed: with a driver loaded whose ioctl entry point cgpu cannot
-# find (here cgpu looks for 535's name, nvidia_ioctl, which nvmock, like
-# the 545+ drivers, does not have), ATTACH is refused with ENXIO and
+# find (here cgpu looks for 535's fops function,
+# nvidia_frontend_unlocked_ioctl, which nvmock, like the 545+ drivers, does
+# not have), ATTACH is refused with ENXIO and
 # /proc/cgpu_km/hooks says which module and symbol, so no cgroup ever looks
 # limited while its calls pass unseen. nvmock's own counters show the
 # allocations a task of that cgroup then makes are not limited: which is
@@ -18,9 +19,9 @@ restore() {
 trap restore EXIT
 
 rmmod cgpu || fail "rmmod cgpu"
-insmod "$CGPU_MODULES/cgpu.ko" nv_ioctl_sym=nvidia_ioctl || fail "insmod cgpu.ko nv_ioctl_sym=nvidia_ioctl"
+insmod "$CGPU_MODULES/cgpu.ko" nv_ioctl_sym=nvidia_frontend_unlocked_ioctl || fail "insmod cgpu.ko nv_ioctl_sym=nvidia_frontend_unlocked_ioctl"
 cat /proc/cgpu_km/hooks
-assert_eq "nvidia: - (nvmock is loaded, nvidia_ioctl cannot be hooked: attach refused)" \
+assert_eq "nvidia: - (nvmock is loaded, nvidia_frontend_unlocked_ioctl cannot be hooked: attach refused)" \
 	"$(head -1 /proc/cgpu_km/hooks)" "the broken target in /proc/cgpu_km/hooks"
 adm create t1 --gpu 0 --mem 1M
 mkcg t_a
