@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -41,24 +42,56 @@ type Request struct {
 	// memory as the scheduler saw it. A card smaller than that means the
 	// scheduler's accounting is wrong for this node, so the hook refuses.
 	DevMemory uint64
-	// MemVar is the variable as given, for messages.
+	// MemVar is ALIYUN_COM_GPU_MEM_CONTAINER as given ("NAME=value"),
+	// whenever it is set, for messages.
 	MemVar string
+	// Asked is true when ALIYUN_COM_GPU_MEM_CONTAINER asks for a slice
+	// (set, and not 0), also when the slice is then switched off.
+	Asked bool
+	// OptOut is the variable that switches cgpu off for the container
+	// ("CGPU_DISABLE=1", "NVIDIA_VISIBLE_DEVICES=none"), whether or not a
+	// slice is asked for; "" if none does. The hook refuses an opt-out
+	// where the environment is not the admin's (EnvUntrusted).
+	OptOut string
 }
 
-// envMap maps the first value of each name, as getenv(3) in the container
-// would see it.
-func envMap(env []string) map[string]string {
-	m := make(map[string]string, len(env))
+// envMap maps each name to its value and, in twice, each name given again
+// with another value to that value. Which of two values a process sees is
+// the runtime's choice, not the spec's (getenv(3) takes the first; runc's
+// init sets each in turn, so the last wins), so cgpu must not pick one.
+func envMap(env []string) (m, twice map[string]string) {
+	m = make(map[string]string, len(env))
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			continue
 		}
-		if _, seen := m[k]; !seen {
+		if first, seen := m[k]; !seen {
 			m[k] = v
+		} else if v != first {
+			if twice == nil {
+				twice = map[string]string{}
+			}
+			if _, noted := twice[k]; !noted {
+				twice[k] = v
+			}
 		}
 	}
-	return m
+	return m, twice
+}
+
+// ownVariable is true for the variables of cgpu's contract (ACK's and
+// cgpu's own), not NVIDIA's NVIDIA_VISIBLE_DEVICES.
+func ownVariable(name string) bool {
+	switch name {
+	case EnvMem, EnvMemUnit, EnvMemDev, EnvVisible, EnvWeight, EnvDisable:
+		return true
+	}
+	return strings.HasPrefix(name, EnvCDIGPUPrefix)
+}
+
+func givenTwice(m, twice map[string]string, name string) error {
+	return fmt.Errorf("%s is set twice with different values (%q and %q): which one the container sees depends on the runtime, so cgpu takes neither", name, m[name], twice[name])
 }
 
 // ParseEnv reads the contract from a container's environment. want is false
@@ -66,17 +99,34 @@ func envMap(env []string) map[string]string {
 // or 0), when cgpu is disabled for it (CGPU_DISABLE=true|1), or when it sees
 // no GPU (visible devices "none", "void" or empty): then the hook does
 // nothing. A value that cannot be read is an error: the hook fails closed.
+// So is one of cgpu's variables set twice with different values, whether
+// or not a slice is asked for; NVIDIA_VISIBLE_DEVICES, NVIDIA's, only when
+// it is read (a slice is asked for and nothing before it names the GPUs).
 func ParseEnv(env []string) (req Request, want bool, err error) {
-	m := envMap(env)
+	m, twice := envMap(env)
+	for _, name := range sortedKeys(twice) {
+		if ownVariable(name) {
+			return req, false, givenTwice(m, twice, name)
+		}
+	}
+	disabled := false
 	switch d := strings.ToLower(strings.TrimSpace(m[EnvDisable])); d {
 	case "true", "1":
-		return req, false, nil
+		disabled = true
 	case "", "false", "0":
 	default:
 		return req, false, fmt.Errorf("%s=%q: want true, 1, false or 0", EnvDisable, m[EnvDisable])
 	}
 	raw, ok := m[EnvMem]
-	if !ok {
+	if ok {
+		req.MemVar = EnvMem + "=" + strings.TrimSpace(raw)
+	}
+	if disabled || !ok {
+		// Nothing more is read strictly: a container that asks for no
+		// slice owes cgpu no well-formed value. What it says is kept for
+		// the hook's env policy.
+		req.Asked = ok && !isZero(raw)
+		req.OptOut = optOut(m, twice, disabled)
 		return req, false, nil
 	}
 	unit, err := parseUnit(m[EnvMemUnit])
@@ -88,9 +138,10 @@ func ParseEnv(env []string) (req Request, want bool, err error) {
 		return req, false, err
 	}
 	if n == 0 {
+		req.OptOut = optOut(m, twice, false)
 		return req, false, nil
 	}
-	req.Memory, req.MemVar = n, EnvMem+"="+strings.TrimSpace(raw)
+	req.Memory, req.Asked = n, true
 	if s, ok := m[EnvMemDev]; ok && strings.TrimSpace(s) != "" {
 		if req.DevMemory, err = parseCount(EnvMemDev, s, unit); err != nil {
 			return req, false, err
@@ -106,21 +157,49 @@ func ParseEnv(env []string) (req Request, want bool, err error) {
 		}
 		req.Weight = uint32(w)
 	}
-	devs, set, err := visible(m)
+	devs, from, err := visible(m, twice)
 	if err != nil {
 		return req, false, err
 	}
 	switch {
-	case !set:
+	case from == "":
 		// No variable: the daemon's placement picks a GPU.
 	case len(devs) == 1 && devs[0] == "all":
 		req.AllGPUs = true
 	case len(devs) == 0:
+		req.OptOut = from
 		return req, false, nil
 	default:
 		req.GPUs = devs
 	}
 	return req, true, nil
+}
+
+// optOut is the variable that switches cgpu off, read leniently: for a
+// container that asks for no slice a bad device list is no error.
+func optOut(m, twice map[string]string, disabled bool) string {
+	if disabled {
+		return EnvDisable + "=" + strings.TrimSpace(m[EnvDisable])
+	}
+	if devs, from, err := visible(m, twice); err == nil && from != "" && len(devs) == 0 {
+		return from
+	}
+	return ""
+}
+
+// isZero is true for a count that reads as 0 in any unit.
+func isZero(s string) bool {
+	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+	return err == nil && n == 0
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func parseUnit(s string) (uint64, error) {
@@ -154,12 +233,13 @@ func unitName(unit uint64) string {
 // visible returns the GPUs the container sees, from the first of:
 // ALIYUN_COM_GPU_VISIBLE_DEVICES, the CDI devices' CGPU_CDI_GPU_* (a CUDA
 // image's own NVIDIA_VISIBLE_DEVICES=all must not widen what CDI gave),
-// NVIDIA_VISIBLE_DEVICES. set is false when none is present. "none", "void"
-// and "" mean no GPU; "all" is returned alone.
-func visible(m map[string]string) (devs []string, set bool, err error) {
+// NVIDIA_VISIBLE_DEVICES. from is the variable read, as NAME=value, ""
+// when none is present. "none", "void" and "" mean no GPU; "all" is
+// returned alone.
+func visible(m, twice map[string]string) (devs []string, from string, err error) {
 	if s, ok := m[EnvVisible]; ok {
 		devs, err = parseDevices(EnvVisible, s)
-		return devs, true, err
+		return devs, EnvVisible + "=" + strings.TrimSpace(s), err
 	}
 	var cdi []string
 	for k, v := range m {
@@ -170,13 +250,16 @@ func visible(m map[string]string) (devs []string, set bool, err error) {
 	if len(cdi) > 0 {
 		devs, err = parseDevices(EnvCDIGPUPrefix+"*", strings.Join(cdi, ","))
 		sortDevices(devs)
-		return devs, true, err
+		return devs, EnvCDIGPUPrefix + "*=" + strings.Join(cdi, ","), err
 	}
 	if s, ok := m[EnvNVVisible]; ok {
+		if _, two := twice[EnvNVVisible]; two {
+			return nil, EnvNVVisible + "=" + strings.TrimSpace(s), givenTwice(m, twice, EnvNVVisible)
+		}
 		devs, err = parseDevices(EnvNVVisible, s)
-		return devs, true, err
+		return devs, EnvNVVisible + "=" + strings.TrimSpace(s), err
 	}
-	return nil, false, nil
+	return nil, "", nil
 }
 
 func parseDevices(name, s string) ([]string, error) {

@@ -21,7 +21,7 @@ func TestParseEnv(t *testing.T) {
 		{"GiB default", []string{EnvMem + "=4"}, Request{Memory: 4 * gib2, MemVar: EnvMem + "=4"}, true, ""},
 		{"MiB", []string{EnvMem + "=512", EnvMemUnit + "=MiB"}, Request{Memory: 512 << 20, MemVar: EnvMem + "=512"}, true, ""},
 		{"unit case", []string{EnvMem + "=1", EnvMemUnit + "=gib"}, Request{Memory: gib2, MemVar: EnvMem + "=1"}, true, ""},
-		{"first wins", []string{EnvMem + "=2", EnvMem + "=9"}, Request{Memory: 2 * gib2, MemVar: EnvMem + "=2"}, true, ""},
+		{"the same value twice", []string{EnvMem + "=2", EnvMem + "=2"}, Request{Memory: 2 * gib2, MemVar: EnvMem + "=2"}, true, ""},
 		{"disabled true", []string{EnvMem + "=4", EnvDisable + "=true"}, Request{}, false, ""},
 		{"disabled 1", []string{EnvMem + "=4", EnvDisable + "=1"}, Request{}, false, ""},
 		{"disable false", []string{EnvMem + "=4", EnvDisable + "=false"}, Request{Memory: 4 * gib2, MemVar: EnvMem + "=4"}, true, ""},
@@ -61,8 +61,86 @@ func TestParseEnv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			tt.want.Asked = tt.ok
 			if ok != tt.ok || (ok && !reflect.DeepEqual(got, tt.want)) {
 				t.Errorf("got %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// TestParseEnvTwice: a variable given twice with different values is
+// refused, since the runtime, not the spec, decides which one the
+// container sees (runc's init: the last; getenv(3) over a raw list: the
+// first). The same value twice is one value.
+func TestParseEnvTwice(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		err  string // "" accepted
+	}{
+		{"memory, larger second", []string{EnvMem + "=2", EnvMem + "=16"}, `ALIYUN_COM_GPU_MEM_CONTAINER is set twice with different values ("2" and "16")`},
+		{"memory, zero second", []string{EnvMem + "=4", EnvMem + "=0"}, "ALIYUN_COM_GPU_MEM_CONTAINER is set twice"},
+		{"memory, same value", []string{EnvMem + "=4", "A=1", EnvMem + "=4"}, ""},
+		{"unit", []string{EnvMem + "=4", EnvMemUnit + "=MiB", EnvMemUnit + "=GiB"}, "ALIYUN_COM_GPU_MEM_UNIT is set twice"},
+		{"dev", []string{EnvMem + "=4", EnvMemDev + "=15", EnvMemDev + "=80"}, "ALIYUN_COM_GPU_MEM_DEV is set twice"},
+		{"visible", []string{EnvMem + "=4", EnvVisible + "=0", EnvVisible + "=none"}, "ALIYUN_COM_GPU_VISIBLE_DEVICES is set twice"},
+		{"weight", []string{EnvMem + "=4", EnvWeight + "=1", EnvWeight + "=9"}, "ALIYUN_COM_GPU_SCHD_WEIGHT is set twice"},
+		{"disable", []string{EnvMem + "=4", EnvDisable + "=0", EnvDisable + "=1"}, "CGPU_DISABLE is set twice"},
+		{"disable, same value", []string{EnvMem + "=4", EnvDisable + "=1", EnvDisable + "=1"}, ""},
+		{"cdi", []string{EnvMem + "=4", EnvCDIGPUPrefix + "0=0", EnvCDIGPUPrefix + "0=1"}, "CGPU_CDI_GPU_0 is set twice"},
+		{"cgpu's variable without a slice asked", []string{EnvDisable + "=0", EnvDisable + "=1"}, "CGPU_DISABLE is set twice"},
+		{"nvidia's, read", []string{EnvMem + "=4", EnvNVVisible + "=0", EnvNVVisible + "=all"}, "NVIDIA_VISIBLE_DEVICES is set twice"},
+		{"nvidia's, not read: no slice", []string{EnvNVVisible + "=0", EnvNVVisible + "=all"}, ""},
+		{"nvidia's, not read: cgpu's variable names the GPUs", []string{EnvMem + "=4", EnvVisible + "=1", EnvNVVisible + "=0", EnvNVVisible + "=all"}, ""},
+		{"another variable", []string{EnvMem + "=4", "PATH=/bin", "PATH=/usr/bin"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := ParseEnv(tt.env)
+			if tt.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("err = %v, want %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// TestParseEnvOptOut: what the hook's env policy needs to know of a
+// container that gets no slice: whether it asked for one, and what
+// switched it off.
+func TestParseEnvOptOut(t *testing.T) {
+	tests := []struct {
+		name   string
+		env    []string
+		asked  bool
+		optOut string
+	}{
+		{"nothing", []string{"PATH=/bin"}, false, ""},
+		{"disabled", []string{EnvMem + "=4", EnvDisable + "=1"}, true, EnvDisable + "=1"},
+		{"disabled, no slice asked", []string{EnvDisable + "=true"}, false, EnvDisable + "=true"},
+		{"disabled, memory unreadable", []string{EnvMem + "=lots", EnvDisable + "=1"}, true, EnvDisable + "=1"},
+		{"disabled, memory 0", []string{EnvMem + "=0", EnvDisable + "=1"}, false, EnvDisable + "=1"},
+		{"aliyun none", []string{EnvMem + "=4", EnvVisible + "=none"}, true, EnvVisible + "=none"},
+		{"nvidia void", []string{EnvMem + "=4", EnvNVVisible + "=void"}, true, EnvNVVisible + "=void"},
+		{"cdi empty", []string{EnvMem + "=4", EnvCDIGPUPrefix + "0="}, true, EnvCDIGPUPrefix + "*="},
+		{"none, no slice asked", []string{EnvVisible + "=none"}, false, EnvVisible + "=none"},
+		{"none, memory 0", []string{EnvMem + "=0", EnvVisible + "=none"}, false, EnvVisible + "=none"},
+		{"bad list, no slice asked: no error, no opt-out", []string{EnvNVVisible + "=0;x"}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, want, err := ParseEnv(tt.env)
+			if err != nil || want {
+				t.Fatalf("want %v err %v", want, err)
+			}
+			if req.Asked != tt.asked || req.OptOut != tt.optOut {
+				t.Errorf("asked %v, opt-out %q; want %v, %q", req.Asked, req.OptOut, tt.asked, tt.optOut)
 			}
 		})
 	}
