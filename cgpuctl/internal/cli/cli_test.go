@@ -615,6 +615,11 @@ func TestHookCommands(t *testing.T) {
 		return dir
 	}
 	sliced, big, plain := mk("ALIYUN_COM_GPU_MEM_CONTAINER=4"), mk("ALIYUN_COM_GPU_MEM_CONTAINER=16"), mk("PATH=/bin")
+	// testdata/host/etc/cgpu/cgpud.toml says env_policy = "untrusted".
+	optOut := t.TempDir()
+	b, _ := json.Marshal(map[string]any{"process": map[string]any{"env": []string{"ALIYUN_COM_GPU_MEM_CONTAINER=4", "CGPU_DISABLE=1"}},
+		"linux": map[string]any{"devices": []map[string]any{{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}}}})
+	write(t, filepath.Join(optOut, "config.json"), string(b))
 	st := func(b, status string) string {
 		return `{"ociVersion":"1.0.2","id":"ctr1","pid":4242,"status":"` + status + `","bundle":"` + b + `"}`
 	}
@@ -631,6 +636,8 @@ func TestHookCommands(t *testing.T) {
 		{"refused: fail closed with the daemon's reason", []string{"hook", "create-runtime"}, st(big, "creating"), ExitError,
 			"cgpuctl: " + v1.ErrorPrefixCreate + "GPU 0 has 6 GiB free, 16 GiB asked", "POST /v1/instances"},
 		{"no slice", []string{"hook", "create-runtime"}, st(plain, "creating"), 0, "", ""},
+		{"the node's env policy", []string{"hook", "create-runtime"}, st(optOut, "creating"), ExitError,
+			"cgpuctl: " + v1.ErrorPrefixCreate + "CGPU_DISABLE=1 would run the container without the slice", ""},
 		{"bad stdin", []string{"hook", "poststop"}, "garbage", ExitError, "cgpuctl: container state on stdin is not the OCI state JSON", ""},
 		{"poststop", []string{"hook", "poststop"}, st(sliced, "stopped"), 0, "", "GET /v1/instances?container=ctr1"},
 		{"oci picks poststop", []string{"hook", "oci"}, st(sliced, "stopped"), 0, "", "GET /v1/instances?container=ctr1"},

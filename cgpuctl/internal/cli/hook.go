@@ -21,10 +21,17 @@ cgpud for a slice bound to the container's cgroup; without a slice asked for
 it exits 0 at once. If the slice cannot be made it exits non-zero with the
 reason, and the runtime does not start the container. poststop removes the
 container's slices (idempotent). oci picks the stage from the state's status,
-for hooks.d files that name one command for both.`,
+for hooks.d files that name one command for both.
+
+A contract variable set twice with different values is refused. Where
+/etc/cgpu/cgpud.toml says env_policy = "untrusted" (the environment is the
+workload's), a slice an orchestrator assigned by the cgpu.io/memory
+annotation is made as assigned and the environment can neither switch it off
+nor change it, and a container whose environment asks for a slice and
+switches it off while it holds GPU devices is refused.`,
 	}
 	newHook := func() *hook.Hook {
-		return hook.New(hook.WithProcRoot(a.Paths.Proc), hook.WithDaemon(func() hook.Daemon { return a.client() }))
+		return hook.New(hook.WithProcRoot(a.Paths.Proc), hook.WithConfigFile(a.Paths.Config), hook.WithDaemon(func() hook.Daemon { return a.client() }))
 	}
 	create := &cobra.Command{
 		Use:     "create-runtime",

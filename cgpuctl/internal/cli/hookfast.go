@@ -51,7 +51,7 @@ func hookFast(ctx context.Context, argv []string, o Options) (code int, ok bool)
 	if len(words) != 2 || words[0] != "hook" {
 		return 0, false
 	}
-	h := hook.New(hook.WithProcRoot(o.Paths.Proc), hook.WithDaemon(func() hook.Daemon {
+	h := hook.New(hook.WithProcRoot(o.Paths.Proc), hook.WithConfigFile(o.Paths.Config), hook.WithDaemon(func() hook.Daemon {
 		return v1.NewClient(socket, v1.WithTimeout(timeout), v1.WithUserAgent("cgpuctl/"+buildinfo.Version))
 	}))
 	var err error

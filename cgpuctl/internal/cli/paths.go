@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cgpu-dev/cgpu/internal/contract"
 	"github.com/cgpu-dev/cgpu/internal/integration"
 )
 
@@ -16,6 +17,9 @@ type Paths struct {
 	CDIDir     string // /etc/cdi
 	HooksDir   string // /usr/share/containers/oci/hooks.d
 	KubeletDir string // /var/lib/kubelet
+	// Config is the node's configuration, cgpud's file: the hook reads its
+	// env_policy there.
+	Config string // /etc/cgpu/cgpud.toml
 	// HookBinary is the cgpuctl the generated hooks call.
 	HookBinary string
 }
@@ -28,6 +32,7 @@ func DefaultPaths() Paths {
 		CDIDir:     integration.DefaultCDIDir,
 		HooksDir:   integration.DefaultHooksDir,
 		KubeletDir: "/var/lib/kubelet",
+		Config:     contract.ConfigFile,
 		HookBinary: integration.DefaultHookBinary,
 	}
 }
@@ -41,6 +46,7 @@ func Under(root string) Paths {
 	p.CDIDir = filepath.Join(root, p.CDIDir)
 	p.HooksDir = filepath.Join(root, p.HooksDir)
 	p.KubeletDir = filepath.Join(root, p.KubeletDir)
+	p.Config = filepath.Join(root, p.Config)
 	return p
 }
 

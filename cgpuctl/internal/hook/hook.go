@@ -44,8 +44,9 @@ var _ Daemon = (*v1.Client)(nil)
 
 // Hook runs the hook stages.
 type Hook struct {
-	procRoot string
-	daemon   func() Daemon
+	procRoot   string
+	configFile string
+	daemon     func() Daemon
 }
 
 // Option configures a Hook.
@@ -58,9 +59,10 @@ func WithProcRoot(p string) Option { return func(h *Hook) { h.procRoot = p } }
 // needs the daemon, so a container without a slice never connects.
 func WithDaemon(f func() Daemon) Option { return func(h *Hook) { h.daemon = f } }
 
-// New returns a Hook; by default it reads /proc and dials v1.DefaultSocket.
+// New returns a Hook; by default it reads /proc and /etc/cgpu/cgpud.toml
+// and dials v1.DefaultSocket.
 func New(opts ...Option) *Hook {
-	h := &Hook{procRoot: "/proc", daemon: func() Daemon { return v1.NewClient(v1.DefaultSocket) }}
+	h := &Hook{procRoot: "/proc", configFile: contract.ConfigFile, daemon: func() Daemon { return v1.NewClient(v1.DefaultSocket) }}
 	for _, o := range opts {
 		o(h)
 	}
@@ -141,11 +143,11 @@ func (h *Hook) CreateRuntime(ctx context.Context, stdin io.Reader) (Result, erro
 	if err != nil {
 		return Result{}, err
 	}
-	env, err := ReadEnv(st.Bundle)
+	spec, err := readConfig(st.Bundle)
 	if err != nil {
 		return Result{}, err
 	}
-	req, want, err := contract.ParseEnv(env)
+	req, want, err := h.decide(spec)
 	if err != nil {
 		return Result{}, createError(err)
 	}
@@ -235,15 +237,16 @@ func checkDevMemory(gpus []v1.GPU, want []string, dev uint64) error {
 }
 
 // Poststop removes the container's instances. It is idempotent: no
-// instance, or one already gone, is success. A container whose environment
-// asked for no slice is not looked up (the daemon is not contacted).
+// instance, or one already gone, is success. A container for which the
+// create stage would ask no slice is not looked up (the daemon is not
+// contacted); one it cannot tell about is.
 func (h *Hook) Poststop(ctx context.Context, stdin io.Reader) (Result, error) {
 	st, err := ReadState(stdin)
 	if err != nil {
 		return Result{}, err
 	}
-	if env, err := ReadEnv(st.Bundle); err == nil {
-		if _, want, perr := contract.ParseEnv(env); perr == nil && !want {
+	if spec, err := readConfig(st.Bundle); err == nil {
+		if _, want, derr := h.decide(spec); derr == nil && !want {
 			return Result{Skipped: "no GPU slice asked for"}, nil
 		}
 	}

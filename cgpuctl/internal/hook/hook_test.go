@@ -130,7 +130,7 @@ func TestCreateRuntime(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir, proc := bundle(t, tt.env...)
 			f := &fakeDaemon{gpus: tt.gpus, createErr: tt.createErr, listed: tt.listed}
-			h := New(WithProcRoot(proc), WithDaemon(func() Daemon {
+			h := New(WithProcRoot(proc), WithConfigFile(nodeConfig(t, "")), WithDaemon(func() Daemon {
 				if tt.noDaemon {
 					t.Error("daemon contacted for a container that asked for no slice")
 				}
