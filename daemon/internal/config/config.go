@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
+	"github.com/cgpu-dev/cgpu/internal/contract"
 	"github.com/sirupsen/logrus"
 )
 
@@ -77,6 +78,12 @@ type Config struct {
 	// CDIDir gets cgpu's CDI spec (cgpu.yaml, the device cgpu.io/gpu=N per
 	// discovered GPU and the OCI hooks) at every start; "" writes none.
 	CDIDir string `toml:"cdi_dir"`
+	// EnvPolicy says whose the containers' environment is on this node
+	// (contract.EnvPolicy). The OCI hook, not cgpud, reads it from this
+	// file at each container start; cgpud only checks it. So it is no
+	// flag (the hook never sees cgpud's command line), and a change is in
+	// force at once, reload or not.
+	EnvPolicy contract.EnvPolicy `toml:"env_policy" flag:"-"`
 }
 
 // Default is the configuration with no file and no flags.
@@ -99,13 +106,15 @@ func Default() Config {
 		DeviceFilter:   true,
 		LoadModule:     false,
 		CDIDir:         "/etc/cdi",
+		EnvPolicy:      contract.EnvTrusted,
 	}
 }
 
 // Reloadable are the keys a SIGHUP applies; a change to any other key is
 // logged as needing a restart (sweep_interval among them: the container
-// watch is built with it).
-var Reloadable = []string{"log_level", "log_format", "placement"}
+// watch is built with it). env_policy is read by the hook from the file,
+// so it needs no restart either.
+var Reloadable = []string{"log_level", "log_format", "placement", "env_policy"}
 
 // Validate checks every value.
 func (c Config) Validate() error {
@@ -151,6 +160,9 @@ func (c Config) Validate() error {
 	}
 	if c.SweepInterval < time.Second || c.SweepInterval > time.Hour {
 		bad("sweep_interval", "%v; between 1s and 1h", c.SweepInterval)
+	}
+	if _, err := contract.ParseEnvPolicy(string(c.EnvPolicy)); err != nil {
+		bad("env_policy", "%q; %q (the containers' environment is the admin's) or %q (it is the workload's)", c.EnvPolicy, contract.EnvTrusted, contract.EnvUntrusted)
 	}
 	return errors.Join(errs...)
 }

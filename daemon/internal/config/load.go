@@ -136,6 +136,9 @@ func bind(fs *flag.FlagSet, c *Config) {
 		if key == "version" {
 			continue // --version prints the version; the format is the file's business
 		}
+		if f.Tag.Get("flag") == "-" {
+			continue // read from the file by another program (env_policy: the hook)
+		}
 		name := strings.ReplaceAll(key, "_", "-")
 		usage := usages[key]
 		switch p := v.Field(i).Addr().Interface().(type) {
