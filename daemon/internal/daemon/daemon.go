@@ -237,7 +237,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	srv := server.New(parts.Manager, append([]server.Option{
 		server.WithLogger(d.log), server.WithAccess(access),
-		server.WithPeerResolver(server.SOPeerCred(cfg.ProcRoot)),
 		server.WithCollectors(parts.Collectors...),
 	}, d.srvOpts...)...)
 

@@ -1,22 +1,21 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // Peer is the process at the other end of a connection, as the kernel
-// reported it when it connected (SO_PEERCRED), plus its supplementary
-// groups read from /proc.
+// recorded it when that process called connect(2): SO_PEERCRED's pid, uid
+// and gid and SO_PEERGROUPS' supplementary groups. Nothing about a peer is
+// read from /proc: a pid can be reused by another process between connect
+// and the read, and that process would lend the connection its groups. The
+// pid is for the logs only.
 type Peer struct {
 	PID    int32
 	UID    uint32
@@ -40,68 +39,63 @@ func (p Peer) InGroup(gid uint32) bool {
 // PeerResolver finds who is at the other end of an accepted connection.
 type PeerResolver func(c net.Conn) (Peer, error)
 
-// SOPeerCred returns the resolver the daemon uses: SO_PEERCRED on the Unix
-// socket, then the Groups: line of /proc/<pid>/status under procRoot. A peer
-// that has exited by the time its groups are read keeps its uid and gid
-// only, which can only narrow what it may do.
-func SOPeerCred(procRoot string) PeerResolver {
-	return func(c net.Conn) (Peer, error) {
-		uc, ok := c.(*net.UnixConn)
-		if !ok {
-			return Peer{}, fmt.Errorf("peer credentials: %T is not a Unix connection", c)
-		}
-		raw, err := uc.SyscallConn()
-		if err != nil {
-			return Peer{}, fmt.Errorf("peer credentials: %w", err)
-		}
-		var cred *unix.Ucred
-		var credErr error
-		if err := raw.Control(func(fd uintptr) {
-			cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-		}); err != nil {
-			return Peer{}, fmt.Errorf("peer credentials: %w", err)
-		}
-		if credErr != nil {
-			return Peer{}, fmt.Errorf("peer credentials: SO_PEERCRED: %w", credErr)
-		}
-		p := Peer{PID: cred.Pid, UID: cred.Uid, GID: cred.Gid}
-		if p.PID > 0 {
-			groups, err := procGroups(procRoot, p.PID)
-			if err == nil {
-				p.Groups = groups
-			}
-		}
-		return p, nil
+// SOPeerCred is the resolver the daemon uses: SO_PEERCRED and SO_PEERGROUPS
+// (Linux 4.13+) on the Unix socket, both the credentials the kernel took
+// from the peer at connect time, in the daemon's user namespace. A peer
+// whose groups cannot be read is refused (an error), not served with fewer
+// groups: the kernels cgpu runs on all have SO_PEERGROUPS.
+func SOPeerCred(c net.Conn) (Peer, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return Peer{}, fmt.Errorf("peer credentials: %T is not a Unix connection", c)
 	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return Peer{}, fmt.Errorf("peer credentials: %w", err)
+	}
+	var p Peer
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		var cred *unix.Ucred
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if credErr != nil {
+			credErr = fmt.Errorf("SO_PEERCRED: %w", credErr)
+			return
+		}
+		p = Peer{PID: cred.Pid, UID: cred.Uid, GID: cred.Gid}
+		p.Groups, credErr = peerGroups(int(fd))
+	}); err != nil {
+		return Peer{}, fmt.Errorf("peer credentials: %w", err)
+	}
+	if credErr != nil {
+		return Peer{}, fmt.Errorf("peer credentials: %w", credErr)
+	}
+	return p, nil
 }
 
-// procGroups reads the supplementary groups of pid from its status file.
-func procGroups(procRoot string, pid int32) ([]uint32, error) {
-	f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(int(pid)), "status"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "Groups:")
-		if !ok {
+// peerGroups reads SO_PEERGROUPS. The kernel answers ERANGE, with the size
+// it needs in the length, when the buffer is too small (a peer may have up
+// to NGROUPS_MAX, 65536, groups). The groups are a copy taken at connect,
+// so the second try fits; a second ERANGE is an error, not a loop.
+func peerGroups(fd int) ([]uint32, error) {
+	buf := make([]uint32, 64)
+	for range 2 {
+		size := uint32(len(buf) * 4)
+		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_PEERGROUPS,
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&size)), 0)
+		if errno == unix.ERANGE && int(size) > len(buf)*4 {
+			buf = make([]uint32, (size+3)/4)
 			continue
 		}
-		var groups []uint32
-		for _, field := range strings.Fields(rest) {
-			g, err := strconv.ParseUint(field, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("groups of pid %d: %q: %w", pid, field, err)
-			}
-			groups = append(groups, uint32(g))
+		if errno != 0 {
+			return nil, fmt.Errorf("SO_PEERGROUPS: %w", errno)
 		}
-		return groups, nil
+		if size == 0 {
+			return nil, nil
+		}
+		return buf[: size/4 : size/4], nil
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return nil, fmt.Errorf("groups of pid %d: no Groups: line", pid)
+	return nil, fmt.Errorf("SO_PEERGROUPS: still too small after resizing to the %d bytes the kernel asked for", len(buf)*4)
 }
 
 type peerKey struct{}

@@ -38,7 +38,7 @@ func WithLogger(l logrus.FieldLogger) Option { return func(s *Server) { s.log = 
 // WithAccess sets who may read and write (default: root only).
 func WithAccess(a Access) Option { return func(s *Server) { s.access = a } }
 
-// WithPeerResolver replaces SO_PEERCRED (tests).
+// WithPeerResolver replaces SOPeerCred (tests).
 func WithPeerResolver(r PeerResolver) Option { return func(s *Server) { s.resolve = r } }
 
 // WithCollectors registers collectors (internal/metrics' among them) on the
@@ -57,7 +57,7 @@ func New(svc Service, opts ...Option) *Server {
 		svc:      svc,
 		log:      logrus.StandardLogger(),
 		access:   Access{ReadGID: -1, WriteGID: -1},
-		resolve:  SOPeerCred("/proc"),
+		resolve:  SOPeerCred,
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cgpu_api_requests_total",
