@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -251,7 +250,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	var metricsSrv *http.Server
 	if cfg.MetricsAddress != "" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddress)
 		if err != nil {
@@ -259,13 +257,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			wg.Wait()
 			return fmt.Errorf("metrics_address: %w", err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", srv.MetricsHandler())
-		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := metricsSrv.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.ServeMetrics(mln); err != nil {
 				errc <- fmt.Errorf("metrics on %s: %w", cfg.MetricsAddress, err)
 			}
 		}()
@@ -317,9 +312,6 @@ loop:
 	defer done()
 	if err := srv.Shutdown(shutCtx); err != nil {
 		d.log.WithError(err).Warn("requests still in flight at shutdown")
-	}
-	if metricsSrv != nil {
-		_ = metricsSrv.Shutdown(shutCtx)
 	}
 	stopRun()
 	<-runDone

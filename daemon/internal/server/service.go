@@ -1,7 +1,8 @@
 // Package server is cgpud's HTTP/JSON API on its Unix socket (the paths are
 // listed in daemon/api/v1): routing, peer authorisation by SO_PEERCRED and
-// SO_PEERGROUPS, strict request decoding, the mapping of the Manager's
-// errors to statuses, and /metrics.
+// SO_PEERGROUPS, limits on connections and on how long each may last,
+// strict request decoding, the mapping of the Manager's errors to statuses,
+// and /metrics.
 package server
 
 import (
