@@ -51,6 +51,14 @@ type Config struct {
 	WriteGroup string `toml:"write_group"`
 	// StateDir holds the bbolt state (state.db).
 	StateDir string `toml:"state_dir"`
+	// MaxConnections bounds the connections open at once on the API
+	// socket; past it a connection is answered 503 and closed. Users other
+	// than root share MaxConnections − MaxConnectionsPerUID, so root (the
+	// OCI hook) always has room. server.DefaultMaxConns argues the number.
+	MaxConnections int `toml:"max_connections"`
+	// MaxConnectionsPerUID bounds the connections one uid other than root
+	// holds at once.
+	MaxConnectionsPerUID int `toml:"max_connections_per_uid"`
 	// MetricsAddress is a TCP address (host:port) that serves /metrics as
 	// well as the socket does; empty = socket only.
 	MetricsAddress string `toml:"metrics_address"`
@@ -89,24 +97,26 @@ type Config struct {
 // Default is the configuration with no file and no flags.
 func Default() Config {
 	return Config{
-		Version:        Version,
-		Socket:         v1.DefaultSocket,
-		SocketGroup:    "cgpu",
-		WriteGroup:     "cgpu-admin",
-		StateDir:       "/var/lib/cgpu",
-		MetricsAddress: "",
-		Placement:      v1.PlacementBinpack,
-		LogLevel:       "info",
-		LogFormat:      FormatAuto,
-		SweepInterval:  30 * time.Second,
-		CgroupRoot:     "/sys/fs/cgroup",
-		BPFFSRoot:      "/sys/fs/bpf",
-		ProcRoot:       "/proc",
-		DevDir:         "/dev",
-		DeviceFilter:   true,
-		LoadModule:     false,
-		CDIDir:         "/etc/cdi",
-		EnvPolicy:      contract.EnvTrusted,
+		Version:              Version,
+		Socket:               v1.DefaultSocket,
+		SocketGroup:          "cgpu",
+		WriteGroup:           "cgpu-admin",
+		StateDir:             "/var/lib/cgpu",
+		MaxConnections:       256,
+		MaxConnectionsPerUID: 32,
+		MetricsAddress:       "",
+		Placement:            v1.PlacementBinpack,
+		LogLevel:             "info",
+		LogFormat:            FormatAuto,
+		SweepInterval:        30 * time.Second,
+		CgroupRoot:           "/sys/fs/cgroup",
+		BPFFSRoot:            "/sys/fs/bpf",
+		ProcRoot:             "/proc",
+		DevDir:               "/dev",
+		DeviceFilter:         true,
+		LoadModule:           false,
+		CDIDir:               "/etc/cdi",
+		EnvPolicy:            contract.EnvTrusted,
 	}
 }
 
@@ -139,6 +149,14 @@ func (c Config) Validate() error {
 	}
 	if len(c.Socket) > 107 {
 		bad("socket", "%d bytes; a Unix socket path takes at most 107", len(c.Socket))
+	}
+	// The unit's LimitNOFILE leaves room for 4096 connections and the
+	// daemon's own fds; more needs a larger LimitNOFILE first.
+	if c.MaxConnections < 2 || c.MaxConnections > 4096 {
+		bad("max_connections", "%d; between 2 and 4096", c.MaxConnections)
+	}
+	if c.MaxConnectionsPerUID < 1 || c.MaxConnectionsPerUID >= c.MaxConnections {
+		bad("max_connections_per_uid", "%d; at least 1 and below max_connections (%d)", c.MaxConnectionsPerUID, c.MaxConnections)
 	}
 	if c.MetricsAddress != "" {
 		if _, port, err := net.SplitHostPort(c.MetricsAddress); err != nil || port == "" {

@@ -39,6 +39,13 @@ func TestDecode(t *testing.T) {
 		{"sweep not a duration", "sweep_interval = \"often\"\n", nil, "sweep_interval"},
 		{"relative cdi dir", "cdi_dir = \"etc/cdi\"\n", nil, "cdi_dir"},
 		{"no cdi", "cdi_dir = \"\"\n", func(c Config) bool { return c.CDIDir == "" }, ""},
+		{"connection limits", "max_connections = 64\nmax_connections_per_uid = 8\n",
+			func(c Config) bool { return c.MaxConnections == 64 && c.MaxConnectionsPerUID == 8 }, ""},
+		{"max_connections 1", "max_connections = 1\nmax_connections_per_uid = 1\n", nil, "max_connections: 1; between 2 and 4096"},
+		{"max_connections past the unit's fds", "max_connections = 5000\n", nil, "max_connections: 5000"},
+		{"per uid 0", "max_connections_per_uid = 0\n", nil, "max_connections_per_uid: 0"},
+		{"per uid leaves other uids nothing", "max_connections = 32\n", nil, "max_connections_per_uid: 32; at least 1 and below max_connections (32)"},
+		{"max_connections not a number", "max_connections = \"many\"\n", nil, "max_connections"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,6 +119,24 @@ func TestFlagsOverrideTheFile(t *testing.T) {
 	inForce := c.WithReloaded(c2)
 	if inForce.Placement != "binpack" || inForce.Socket != "/run/a.sock" {
 		t.Errorf("in force after reload: placement %s socket %s", inForce.Placement, inForce.Socket)
+	}
+}
+
+func TestIntFlags(t *testing.T) {
+	l, err := Parse("cgpud", []string{"--max-connections", "100", "--max-connections-per-uid", "10"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Path = filepath.Join(t.TempDir(), "absent.toml")
+	c, err := l.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxConnections != 100 || c.MaxConnectionsPerUID != 10 {
+		t.Errorf("max_connections %d, per uid %d; want 100, 10", c.MaxConnections, c.MaxConnectionsPerUID)
+	}
+	if _, err := Parse("cgpud", []string{"--max-connections", "lots"}, &bytes.Buffer{}); err == nil {
+		t.Error("--max-connections lots was taken")
 	}
 }
 

@@ -146,6 +146,8 @@ func bind(fs *flag.FlagSet, c *Config) {
 			fs.StringVar(p, name, *p, usage)
 		case *bool:
 			fs.BoolVar(p, name, *p, usage)
+		case *int:
+			fs.IntVar(p, name, *p, usage)
 		case *time.Duration:
 			fs.DurationVar(p, name, *p, usage)
 		default:
@@ -155,20 +157,22 @@ func bind(fs *flag.FlagSet, c *Config) {
 }
 
 var usages = map[string]string{
-	"socket":          "the API's Unix socket",
-	"socket_group":    "group that owns the socket and may read (root-only when it does not exist)",
-	"write_group":     "group that may also create, resize and destroy instances (root always may; \"\" = root only)",
-	"state_dir":       "directory of the bbolt state",
-	"metrics_address": "host:port that serves /metrics over TCP too (empty = socket only)",
-	"placement":       "GPU choice when a create names none: binpack or spread",
-	"log_level":       "trace, debug, info, warning or error",
-	"log_format":      "auto (journald under systemd, else text), text, json or journald",
-	"sweep_interval":  "how often to look for container cgroups that are gone",
-	"cgroup_root":     "the cgroup v2 mount",
-	"bpffs_root":      "the bpffs mount where device filters are pinned",
-	"proc_root":       "procfs",
-	"dev_dir":         "where the device nodes are",
-	"device_filter":   "attach an eBPF device filter to each container's cgroup",
-	"load_module":     "modprobe cgpu at start when /dev/cgpu is missing",
-	"cdi_dir":         "where to write cgpu's CDI spec at start (\"\" = nowhere)",
+	"socket":                  "the API's Unix socket",
+	"socket_group":            "group that owns the socket and may read (root-only when it does not exist)",
+	"write_group":             "group that may also create, resize and destroy instances (root always may; \"\" = root only)",
+	"state_dir":               "directory of the bbolt state",
+	"max_connections":         "most connections open at once on the API socket (2..4096); users other than root share this less max_connections_per_uid",
+	"max_connections_per_uid": "most connections one uid other than root holds at once on the API socket",
+	"metrics_address":         "host:port that serves /metrics over TCP too (empty = socket only)",
+	"placement":               "GPU choice when a create names none: binpack or spread",
+	"log_level":               "trace, debug, info, warning or error",
+	"log_format":              "auto (journald under systemd, else text), text, json or journald",
+	"sweep_interval":          "how often to look for container cgroups that are gone",
+	"cgroup_root":             "the cgroup v2 mount",
+	"bpffs_root":              "the bpffs mount where device filters are pinned",
+	"proc_root":               "procfs",
+	"dev_dir":                 "where the device nodes are",
+	"device_filter":           "attach an eBPF device filter to each container's cgroup",
+	"load_module":             "modprobe cgpu at start when /dev/cgpu is missing",
+	"cdi_dir":                 "where to write cgpu's CDI spec at start (\"\" = nowhere)",
 }

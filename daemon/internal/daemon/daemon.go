@@ -236,6 +236,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	srv := server.New(parts.Manager, append([]server.Option{
 		server.WithLogger(d.log), server.WithAccess(access),
+		server.WithConnLimits(cfg.MaxConnections, cfg.MaxConnectionsPerUID),
 		server.WithCollectors(parts.Collectors...),
 	}, d.srvOpts...)...)
 
