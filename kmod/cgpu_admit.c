@@ -87,7 +87,9 @@ long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r,
 	gpu = cgpu_track_gpu_of(r->h_root, r->h_parent);
 	if (gpu != CGPU_NO_GPU && gpu != inst->gpu) {
 		cgpu_inst_put(inst);
-		inst = cgpu_current_inst(gpu);
+		inst = cgpu_call_inst(c->f, gpu);
+		if (IS_ERR(inst))
+			return cgpu_nv_refuse(c, r->status_off, NVA_ERR_NO_MEMORY);
 		if (!inst)
 			return cgpu_nv_orig(c);
 	}
@@ -223,7 +225,9 @@ long cgpu_nv_alloc(struct cgpu_call *c)
 
 	switch (cls) {
 	case NVA_CLASS_MEMORY_LOCAL_USER:
-		inst = cgpu_current_inst(CGPU_NO_GPU);
+		inst = cgpu_call_inst(c->f, CGPU_NO_GPU);
+		if (IS_ERR(inst))
+			return cgpu_nv_refuse(c, r.status_off, NVA_ERR_NO_MEMORY);
 		if (!inst)
 			return cgpu_nv_orig(c);
 		/* size and attr sit at the same offsets in the 120 and 128 B forms */
@@ -253,8 +257,8 @@ long cgpu_nv_alloc(struct cgpu_call *c)
 		return cgpu_nv_orig(c);
 	}
 
-	/* Clients, devices, subdevices of attached tasks: remember them. */
-	if (!cgpu_current_attached())
+	/* Clients, devices, subdevices of slices' fds: remember them. */
+	if (!cgpu_call_attached(c->f))
 		return cgpu_nv_orig(c);
 	ret = cgpu_nv_orig(c);
 	if (!ret && !cgpu_nv_read_alloc(c, &u, is64)) {

@@ -94,7 +94,7 @@ long cgpu_nv_card_info(struct cgpu_call *c)
 	long ret = cgpu_nv_orig(c);
 	u32 i, n = c->size / sizeof(ci);
 
-	if (ret || !cgpu_current_attached())
+	if (ret || !cgpu_call_attached(c->f))
 		return ret;
 	for (i = 0; i < n && i < NVA_CARD_INFO_MAX_ENTRIES; i++) {
 		if (copy_from_user(&ci, c->uarg + i * sizeof(ci), sizeof(ci)))
@@ -126,7 +126,7 @@ long cgpu_nv_gpu_id_info(struct cgpu_call *c,
 	void __user *up = u64_to_user_ptr(ctl->params);
 	long ret;
 
-	if (!cgpu_current_attached())
+	if (!cgpu_call_attached(c->f))
 		return cgpu_nv_orig(c);
 	ret = cgpu_nv_orig(c);
 	if (!ret && ctl->params_size == sizeof(id) &&

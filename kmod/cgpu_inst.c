@@ -424,21 +424,19 @@ u32 cgpu_inst_count(void)
 }
 
 /*
- * The instance the current task belongs to on GPU gpu (CGPU_NO_GPU: on any
- * GPU), with a reference, or NULL.  The nearest attached ancestor wins.
+ * The instance of cgroup cgrp on GPU gpu (CGPU_NO_GPU: on any GPU), with a
+ * reference, or NULL.  The nearest attached ancestor wins.  Under
+ * rcu_read_lock(), which keeps cgrp's ancestors and the bindings alive.
  */
-struct cgpu_inst *cgpu_current_inst(u32 gpu)
+struct cgpu_inst *cgpu_cgroup_inst(struct cgroup *cgrp, u32 gpu)
 {
 	struct cgpu_inst *found = NULL;
 	struct cgpu_binding *a;
-	struct cgroup *cgrp;
 	u64 cgid;
 
 	if (!static_branch_unlikely(&cgpu_attached_key))
 		return NULL;
-	rcu_read_lock();
-	for (cgrp = task_dfl_cgroup(current); cgrp && !found;
-	     cgrp = cgroup_parent(cgrp)) {
+	for (; cgrp && !found; cgrp = cgroup_parent(cgrp)) {
 		cgid = cgroup_id(cgrp);
 		hash_for_each_possible_rcu(cgpu_attach_ht, a, hnode, cgid) {
 			if (a->cgid != cgid)
@@ -451,6 +449,18 @@ struct cgpu_inst *cgpu_current_inst(u32 gpu)
 			}
 		}
 	}
+	return found;
+}
+
+/* The instance the current task belongs to on GPU gpu; see above. */
+struct cgpu_inst *cgpu_current_inst(u32 gpu)
+{
+	struct cgpu_inst *found;
+
+	if (!static_branch_unlikely(&cgpu_attached_key))
+		return NULL;
+	rcu_read_lock();
+	found = cgpu_cgroup_inst(task_dfl_cgroup(current), gpu);
 	rcu_read_unlock();
 	return found;
 }

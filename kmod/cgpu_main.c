@@ -82,6 +82,7 @@ static void __exit cgpu_exit(void)
 {
 	cgpu_ctl_exit();
 	cgpu_hooks_exit();
+	cgpu_owner_exit();
 	cgpu_track_exit();
 	cgpu_uvm_exit();
 	cgpu_inst_exit();

@@ -107,9 +107,9 @@ long cgpu_nv_fb_info(struct cgpu_call *c, const struct nva_os54_control *ctl)
 	struct cgpu_inst *inst;
 	long ret;
 
-	inst = cgpu_current_inst(cgpu_track_gpu_of(ctl->h_client,
-						   ctl->h_object));
-	if (!inst)
+	inst = cgpu_call_inst(c->f, cgpu_track_gpu_of(ctl->h_client,
+						      ctl->h_object));
+	if (IS_ERR_OR_NULL(inst))
 		return cgpu_nv_orig(c);
 	ret = cgpu_nv_orig(c);
 	if (!ret && !copy_from_user(&q, c->uarg, sizeof(q)) &&

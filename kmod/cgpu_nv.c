@@ -173,7 +173,7 @@ long cgpu_nv_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	/* Nobody attached and nothing tracked: the driver's own path. */
 	if (!static_branch_unlikely(&cgpu_attached_key) &&
-	    !atomic_read(&cgpu_nr_clients))
+	    !atomic_read(&cgpu_nr_clients) && !atomic_read(&cgpu_nr_owned))
 		return cgpu_orig_nv_ioctl(f, cmd, arg);
 	return cgpu_nv_dispatch(f, cmd, arg);
 }
@@ -185,5 +185,6 @@ int cgpu_nv_close(struct inode *inode, struct file *f)
 	/* RM freed the fd's clients whatever close returned. */
 	if (atomic_read(&cgpu_nr_clients))
 		cgpu_track_file_closed(f);
+	cgpu_owner_file_closed(f);
 	return ret;
 }

@@ -133,8 +133,17 @@ int cgpu_inst_stats(struct cgpu_stats *st);
 int cgpu_inst_list(u64 *ids, u32 cap, u32 *count);
 u32 cgpu_inst_count(void);
 void cgpu_inst_put(struct cgpu_inst *inst);
+struct cgroup;
+struct cgpu_inst *cgpu_cgroup_inst(struct cgroup *cgrp, u32 gpu);
 struct cgpu_inst *cgpu_current_inst(u32 gpu);
 bool cgpu_current_attached(void);
+
+/* cgpu_owner.c: who pays for a call on a driver fd */
+extern atomic_t cgpu_nr_owned;
+struct cgpu_inst *cgpu_call_inst(struct file *f, u32 gpu);
+bool cgpu_call_attached(struct file *f);
+void cgpu_owner_file_closed(struct file *f);
+void cgpu_owner_exit(void);
 int cgpu_inst_reserve(struct cgpu_inst *inst, u64 size);
 void cgpu_inst_unreserve(struct cgpu_inst *inst, u64 size);
 void cgpu_inst_count_refused(struct cgpu_inst *inst);
@@ -256,7 +265,8 @@ void cgpu_uvm_exit(void);
 extern unsigned int cgpu_nr_pools;
 
 /*
- * Nothing attached, no RM client, UVM mapping or semaphore pool tracked:
+ * Nothing attached, no RM client, UVM mapping, semaphore pool or owned fd
+ * tracked:
  * no hook has anything to do.  Read on every hooked call, without locks: a
  * call racing the first attach may pass unseen, as it would a moment
  * earlier.
@@ -265,7 +275,8 @@ static inline bool cgpu_hooks_idle(void)
 {
 	return !static_branch_unlikely(&cgpu_attached_key) &&
 	       !atomic_read(&cgpu_nr_clients) &&
-	       !atomic_read(&cgpu_nr_umaps) && !READ_ONCE(cgpu_nr_pools);
+	       !atomic_read(&cgpu_nr_umaps) && !READ_ONCE(cgpu_nr_pools) &&
+	       !atomic_read(&cgpu_nr_owned);
 }
 
 /* cgpu_hook.c */

@@ -6,6 +6,7 @@
  * card, and ALLOC_SIZE_RANGE is refused for attached tasks.
  */
 #include <linux/bitfield.h>
+#include <linux/err.h>
 #include <linux/uaccess.h>
 
 #include "cgpu_priv.h"
@@ -50,7 +51,9 @@ long cgpu_nv_vidheap(struct cgpu_call *c)
 		if ((a->flags & NVA_ALLOC_FLAGS_VIRTUAL) ||
 		    FIELD_GET(NVA_ATTR_LOCATION_MASK, a->attr) != NVA_ATTR_LOCATION_VIDMEM)
 			return cgpu_nv_orig(c);
-		inst = cgpu_current_inst(CGPU_NO_GPU);
+		inst = cgpu_call_inst(c->f, CGPU_NO_GPU);
+		if (IS_ERR(inst))
+			return cgpu_nv_refuse(c, r.status_off, NVA_ERR_NO_MEMORY);
 		if (!inst)
 			return cgpu_nv_orig(c);
 		r.size = a->size;
@@ -58,7 +61,7 @@ long cgpu_nv_vidheap(struct cgpu_call *c)
 		return cgpu_nv_vidmem(c, &r, inst);
 	case NVA_OS32_FUNC_ALLOC_SIZE_RANGE:
 		/* Its parameters are not described here: fail closed. */
-		if (!cgpu_current_attached())
+		if (!cgpu_call_attached(c->f))
 			return cgpu_nv_orig(c);
 		return cgpu_nv_refuse(c, r.status_off, NVA_ERR_NOT_SUPPORTED);
 	case NVA_OS32_FUNC_FREE:
@@ -70,9 +73,9 @@ long cgpu_nv_vidheap(struct cgpu_call *c)
 			cgpu_track_free(p.h_root, p.data.free.h_memory);
 		return ret;
 	case NVA_OS32_FUNC_INFO:
-		inst = cgpu_current_inst(cgpu_track_gpu_of(p.h_root,
-							   p.h_object_parent));
-		if (!inst)
+		inst = cgpu_call_inst(c->f, cgpu_track_gpu_of(p.h_root,
+							      p.h_object_parent));
+		if (IS_ERR_OR_NULL(inst))
 			return cgpu_nv_orig(c);
 		ret = cgpu_nv_orig(c);
 		if (!ret && !copy_from_user(&q, c->uarg, sizeof(q)) &&

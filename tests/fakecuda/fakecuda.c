@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,6 +95,13 @@ static const char usage_text[] =
 "  managed SIZE        cudaMallocManaged: mmap of the UVM fd, then touch\n"
 "  sempool SIZE        UVM ALLOC_SEMAPHORE_POOL + its mmap\n"
 "  hold [SECONDS]      print 'holding pid=N', then sleep (default forever)\n"
+"  give PATH           listen on the Unix socket PATH and hand the first peer\n"
+"                      the control and GPU fds with the client's handles\n"
+"                      (SCM_RIGHTS), as a process that shares its GPU would\n"
+"  take PATH           connect to PATH (waiting up to 30 s for it) and use the\n"
+"                      fds and client handed over instead of an own init\n"
+"  rm-alloc SIZE       RM_ALLOC 0x40 only: no VA, no UVM mapping (works on a\n"
+"                      client taken over)\n"
 "  children N CMD...   run the remaining commands in N forked children,\n"
 "                      each with its own init; the parent waits\n"
 "  threads N SIZE COUNT   N threads each allocating COUNT x SIZE\n"
@@ -790,6 +799,139 @@ static void cmd_sempool(const char *arg, uint64_t size)
 	out("%s: OK addr=0x%llx", what, (unsigned long long)(uintptr_t)p);
 }
 
+/* What give hands over besides the two fds. */
+struct handover {
+	struct nvclient c;
+};
+
+static int unix_addr(const char *path, struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(a->sun_path)) {
+		sys_error("socket path too long: %s", path);
+		return -1;
+	}
+	strcpy(a->sun_path, path);
+	return 0;
+}
+
+static void cmd_give(const char *path)
+{
+	struct handover h;
+	struct sockaddr_un a;
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+	int fds[2], ls, s;
+
+	ensure_init();
+	if (unix_addr(path, &a))
+		return;
+	ls = socket(AF_UNIX, SOCK_STREAM, 0);
+	unlink(path);
+	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(ls, 1)) {
+		sys_error("give: listen on %s: %s", path, strerror(errno));
+		return;
+	}
+	s = accept(ls, NULL, NULL);
+	close(ls);
+	unlink(path);
+	if (s < 0) {
+		sys_error("give: accept: %s", strerror(errno));
+		return;
+	}
+	h.c = G.c;
+	fds[0] = G.c.ctl_fd;
+	fds[1] = G.c.gpu_fd;
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	if (sendmsg(s, &msg, 0) != (ssize_t)sizeof(h)) {
+		sys_error("give: sendmsg: %s", strerror(errno));
+		close(s);
+		return;
+	}
+	close(s);
+	out("give: OK client=0x%x device=0x%x", G.c.h_client, G.c.h_device);
+}
+
+static void cmd_take(const char *path)
+{
+	struct handover h;
+	struct sockaddr_un a;
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+	int fds[2], s, i;
+
+	if (G.inited) {
+		sys_error("take: this process has its own client already");
+		return;
+	}
+	if (unix_addr(path, &a))
+		return;
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	for (i = 0; s >= 0 && i < 300; i++) {
+		if (!connect(s, (struct sockaddr *)&a, sizeof(a)))
+			break;
+		usleep(100000);
+	}
+	if (s < 0 || i == 300) {
+		sys_error("take: connect to %s: %s", path, strerror(errno));
+		return;
+	}
+	if (recvmsg(s, &msg, MSG_WAITALL) != (ssize_t)sizeof(h) ||
+	    !(cm = CMSG_FIRSTHDR(&msg)) || cm->cmsg_type != SCM_RIGHTS ||
+	    cm->cmsg_len != CMSG_LEN(sizeof(fds))) {
+		sys_error("take: no fds from %s", path);
+		close(s);
+		return;
+	}
+	close(s);
+	memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+	G.c = h.c;
+	G.c.ctl_fd = fds[0];
+	G.c.gpu_fd = fds[1];
+	/* UVM fds belong to the giver's address space: none here. */
+	G.c.uvm_fd = -1;
+	G.c.uvm_mm_fd = -1;
+	G.inited = 1;
+	out("take: OK client=0x%x device=0x%x", G.c.h_client, G.c.h_device);
+}
+
+static void cmd_rm_alloc(const char *arg, uint64_t size)
+{
+	struct rec r = { .kind = REC_ALLOC, .live = 1 };
+	struct nvres res;
+	char what[96];
+	uint64_t actual = 0;
+
+	ensure_init();
+	snprintf(what, sizeof(what), "rm-alloc %s", arg);
+	res = nv_alloc_vidmem(&G.c, size, &r.handle, &actual);
+	if (!nvres_ok(res)) {
+		report_cuda(what, res);
+		return;
+	}
+	r.size = actual;
+	rec_add(&r);
+	out("%s: OK handle=0x%x size=%llu", what, r.handle,
+	    (unsigned long long)actual);
+}
+
 static void cmd_hold(long seconds)
 {
 	ensure_init();
@@ -1125,6 +1267,19 @@ static int run_cmds(int argc, char **argv)
 			cmd_legacy_free(argv[++i]);
 		} else if (strcmp(cmd, "legacy-info") == 0) {
 			cmd_legacy_info();
+		} else if (strcmp(cmd, "give") == 0 || strcmp(cmd, "take") == 0) {
+			if (need_args(argc, i, 1, cmd))
+				return -1;
+			if (cmd[0] == 'g')
+				cmd_give(argv[++i]);
+			else
+				cmd_take(argv[++i]);
+		} else if (strcmp(cmd, "rm-alloc") == 0) {
+			if (need_args(argc, i, 1, cmd) ||
+			    get_size(cmd, argv[i + 1], &size))
+				return -1;
+			i++;
+			cmd_rm_alloc(argv[i], size);
 		} else if (strcmp(cmd, "meminfo") == 0) {
 			cmd_meminfo();
 		} else if (strcmp(cmd, "hold") == 0) {
