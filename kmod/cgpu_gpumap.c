@@ -76,15 +76,18 @@ static void cgpu_nv_learn_devinst(u32 gpu_id, u32 device_instance)
 	spin_unlock(&cgpu_map_lock);
 }
 
+/*
+ * The driver module's own version (its MODULE_VERSION, or its sysfs
+ * version file) picks the UVM layouts [10.9].  Never a reply in user
+ * memory: CHECK_VERSION_STR's buffer is the caller's, and another of its
+ * threads can rewrite it before anyone reads it.
+ */
 void cgpu_nv_learn_version(const char *s, size_t len)
 {
-	u32 major = 0;
-	size_t i;
+	u32 v[3];
 
-	for (i = 0; i < len && i < 4 && s[i] >= '0' && s[i] <= '9'; i++)
-		major = major * 10 + (s[i] - '0');
-	if (i < len && s[i] == '.' && major)
-		WRITE_ONCE(cgpu_uvm_new_layout, major >= 555);
+	if (!nva_version_parse(s, len, v))
+		WRITE_ONCE(cgpu_uvm_new_layout, nva_uvm_v2_layout(v));
 }
 
 /* CARD_INFO [10.4]: learn gpu_id -> minor from the reply. */
@@ -102,18 +105,6 @@ long cgpu_nv_card_info(struct cgpu_call *c)
 		if (ci.valid)
 			cgpu_nv_learn_card(ci.gpu_id, ci.minor_number);
 	}
-	return ret;
-}
-
-/* CHECK_VERSION_STR [10.5]: the driver's version picks the UVM layouts. */
-long cgpu_nv_version(struct cgpu_call *c)
-{
-	struct nva_rm_api_version v;
-	long ret = cgpu_nv_orig(c);
-
-	if (!copy_from_user(&v, c->uarg, sizeof(v)) &&
-	    v.reply == NVA_RM_API_VERSION_REPLY_RECOGNIZED)
-		cgpu_nv_learn_version(v.version_string, sizeof(v.version_string));
 	return ret;
 }
 

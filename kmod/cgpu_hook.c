@@ -49,6 +49,7 @@
 #define pr_fmt(fmt) "cgpu: " fmt
 
 #include <linux/delay.h>
+#include <linux/fs.h>
 #include <linux/ftrace.h>
 #include <linux/kallsyms.h>
 #include <linux/kprobes.h>
@@ -547,12 +548,16 @@ static int cgpu_module_notify(struct notifier_block *nb, unsigned long action,
 			 * through its devices escapes us.
 			 */
 		case MODULE_STATE_LIVE:
-			if (t->modname[0] || !strcmp(t->broken_mod, mod->name) ||
-			    !cgpu_name_listed(*t->modules, mod->name))
+			if (!cgpu_name_listed(*t->modules, mod->name))
 				break;
-			/* nvidia.ko's MODULE_VERSION picks the UVM layouts early */
+			/*
+			 * The module's own version picks the layouts, read
+			 * again once its init ran (a mock sets it there).
+			 */
 			if (mod->version)
 				cgpu_nv_learn_version(mod->version, strlen(mod->version));
+			if (t->modname[0] || !strcmp(t->broken_mod, mod->name))
+				break;
 			cgpu_target_install(t, mod->name, true);
 			break;
 		case MODULE_STATE_GOING:
@@ -588,6 +593,33 @@ void cgpu_hooks_show(struct seq_file *m)
 	mutex_unlock(&cgpu_hook_lock);
 }
 
+/*
+ * A target module loaded before us: its version is in sysfs (the
+ * notifier's struct module is not ours to find).  Unreadable, the layouts
+ * stay at the newest; nvidia.ko always has one.
+ */
+static void cgpu_learn_loaded_version(const char *modname)
+{
+	char path[MODULE_NAME_LEN + 24], buf[64];
+	struct file *f;
+	loff_t pos = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/module/%s/version", modname);
+	f = filp_open(path, O_RDONLY, 0);
+	if (IS_ERR(f)) {
+		pr_warn("%s: no version (%ld): UVM layouts as of the newest driver\n",
+			modname, PTR_ERR(f));
+		return;
+	}
+	n = kernel_read(f, buf, sizeof(buf) - 1, &pos);
+	filp_close(f, NULL);
+	if (n > 0) {
+		buf[n] = '\0';
+		cgpu_nv_learn_version(buf, n);
+	}
+}
+
 int cgpu_hooks_init(void)
 {
 	char name[MODULE_NAME_LEN];
@@ -610,7 +642,8 @@ int cgpu_hooks_init(void)
 				memcpy(name, p, end - p);
 				name[end - p] = '\0';
 				/* present when any of the symbols resolves */
-				cgpu_target_install(t, name, false);
+				if (!cgpu_target_install(t, name, false))
+					cgpu_learn_loaded_version(name);
 			}
 			if (*end)
 				end++;

@@ -6,6 +6,7 @@
  */
 #define pr_fmt(fmt) "cgpu: " fmt
 
+#include <linux/err.h>
 #include <linux/printk.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -47,9 +48,11 @@ static void cgpu_nv_fb_info_v2(struct cgpu_call *c, struct cgpu_inst *inst,
 	u32 n, max;
 	u64 limit, used;
 
-	/* 1028 B from 550, 436 B (54 entries) in 535 [10.9] */
-	if (psize != sizeof(struct nva_fb_get_info_v2) &&
-	    psize != NVA_FB_GET_INFO_V2_SIZE_535)
+	/*
+	 * One size per branch [10.9]; the driver answered NV_OK, so this is
+	 * the one it takes.
+	 */
+	if (!nva_fb_info_v2_size_known(psize))
 		return;
 	max = (psize - offsetof(struct nva_fb_get_info_v2, fb_info_list)) /
 	      sizeof(*e);

@@ -6,7 +6,7 @@
  *   cgpu_admit.c    RM_ALLOC, RM_FREE, RM_DUP_OBJECT: admission, accounting
  *   cgpu_vidheap.c  VID_HEAP_CONTROL
  *   cgpu_meminfo.c  the FB_GET_INFO controls: the memory the card reports
- *   cgpu_gpumap.c   GPU_GET_ID_INFO_V2, CARD_INFO, CHECK_VERSION_STR
+ *   cgpu_gpumap.c   GPU_GET_ID_INFO_V2, CARD_INFO
  * Everything else goes to the driver untouched, and most of it not even
  * through the wrapper (cgpu_nv_ioctl_wanted()).
  */
@@ -122,10 +122,6 @@ static long cgpu_nv_dispatch(struct file *f, unsigned int cmd, unsigned long arg
 		if (c.size && c.size % sizeof(struct nva_card_info) == 0)
 			return cgpu_nv_card_info(&c);
 		break;
-	case NVA_ESC_CHECK_VERSION_STR:
-		if (c.size == sizeof(struct nva_rm_api_version))
-			return cgpu_nv_version(&c);
-		break;
 	}
 	return cgpu_nv_orig(&c);
 }
@@ -162,7 +158,6 @@ bool notrace cgpu_nv_ioctl_wanted(unsigned int cmd, unsigned long arg)
 	case NVA_ESC_RM_DUP_OBJECT:
 	case NVA_ESC_RM_VID_HEAP_CONTROL:
 	case NVA_ESC_CARD_INFO:
-	case NVA_ESC_CHECK_VERSION_STR:
 	case NVA_ESC_IOCTL_XFER_CMD:
 		return true;
 	}

@@ -248,7 +248,6 @@ long cgpu_nv_fb_info(struct cgpu_call *c, const struct nva_os54_control *ctl);
 long cgpu_nv_gpu_id_info(struct cgpu_call *c,
 			 const struct nva_os54_control *ctl);
 long cgpu_nv_card_info(struct cgpu_call *c);
-long cgpu_nv_version(struct cgpu_call *c);
 void cgpu_nv_learn_version(const char *s, size_t len);
 u32 cgpu_nv_minor_of_device(u32 device_id);
 extern bool cgpu_uvm_new_layout;

@@ -114,8 +114,14 @@
 #define NVA_FB_INFO_USABLE_RAM_SIZE	0x20
 #define NVA_FB_INFO_MAX			0x3B
 
-#define NVA_FB_INFO_MAX_LIST		128	/* 550 and later */
-#define NVA_FB_INFO_MAX_LIST_535	54
+/*
+ * FB_GET_INFO_V2's list length [10.9]: RM accepts only its own branch's
+ * size (4 + 8 * length bytes).
+ */
+#define NVA_FB_INFO_MAX_LIST		128	/* 580 and later */
+#define NVA_FB_INFO_MAX_LIST_560	57	/* 560 to 575 */
+#define NVA_FB_INFO_MAX_LIST_545	55	/* 545 to 555 */
+#define NVA_FB_INFO_MAX_LIST_535	54	/* 535 and earlier */
 
 /* RM control flags, RM_ALLOC (NVOS64) flags */
 #define NVA_CTRL_FLAGS_FINN_SERIALIZED	0x4
@@ -414,7 +420,7 @@ struct nva_ioctl_xfer {
 	__u64 ptr;			/* user pointer */
 };
 
-/* NV_MEMORY_ALLOCATION_PARAMS: 128 B from 550, 120 B in 525/535 */
+/* NV_MEMORY_ALLOCATION_PARAMS: 128 B from 545, 120 B in 525/535 */
 struct nva_memory_alloc_params {
 	__u32 owner;
 	__u32 type;
@@ -439,7 +445,7 @@ struct nva_memory_alloc_params {
 	__u32 h_va_space;		/* 108 */
 	__u32 internal_flags;		/* 112 */
 	__u32 tag;			/* 116 */
-	__s32 numa_node;		/* 120, 550 and later only */
+	__s32 numa_node;		/* 120, 545 and later only */
 	__u32 _pad124;
 };
 
@@ -500,7 +506,62 @@ struct nva_fb_get_info_v2 {
 	struct nva_fb_info fb_info_list[NVA_FB_INFO_MAX_LIST];
 };
 
-#define NVA_FB_GET_INFO_V2_SIZE_535	(4 + NVA_FB_INFO_MAX_LIST_535 * 8)
+#define NVA_FB_GET_INFO_V2_SIZE(n)	(4 + (n) * 8)
+#define NVA_FB_GET_INFO_V2_SIZE_535	NVA_FB_GET_INFO_V2_SIZE(NVA_FB_INFO_MAX_LIST_535)
+
+/* ---- layouts by driver version [10.9] ----------------------------------- */
+
+/* "550.163.01" -> {550, 163, 1}; 0 when it starts major.minor. */
+static inline int nva_version_parse(const char *s, unsigned long len,
+				    __u32 v[3])
+{
+	unsigned long i = 0;
+	int part = 0;
+
+	v[0] = v[1] = v[2] = 0;
+	for (; i < len && s[i] && part < 3; i++) {
+		if (s[i] == '.') {
+			part++;
+			continue;
+		}
+		if (s[i] < '0' || s[i] > '9' || v[part] > 99999)
+			break;
+		v[part] = v[part] * 10 + (__u32)(s[i] - '0');
+	}
+	return v[0] && part >= 1 ? 0 : -1;
+}
+
+/* FB_GET_INFO_V2's list length for a driver of this major version. */
+static inline __u32 nva_fb_info_max_list(__u32 major)
+{
+	if (major < 545)
+		return NVA_FB_INFO_MAX_LIST_535;
+	if (major < 560)
+		return NVA_FB_INFO_MAX_LIST_545;
+	if (major < 580)
+		return NVA_FB_INFO_MAX_LIST_560;
+	return NVA_FB_INFO_MAX_LIST;
+}
+
+/* Is size FB_GET_INFO_V2's params size in some branch? */
+static inline int nva_fb_info_v2_size_known(__u32 size)
+{
+	return size == NVA_FB_GET_INFO_V2_SIZE(NVA_FB_INFO_MAX_LIST_535) ||
+	       size == NVA_FB_GET_INFO_V2_SIZE(NVA_FB_INFO_MAX_LIST_545) ||
+	       size == NVA_FB_GET_INFO_V2_SIZE(NVA_FB_INFO_MAX_LIST_560) ||
+	       size == NVA_FB_GET_INFO_V2_SIZE(NVA_FB_INFO_MAX_LIST);
+}
+
+/*
+ * UVM's per-GPU arrays grew from 32 to 256 entries in 550.40.53 (not at a
+ * branch): MAP_EXTERNAL_ALLOCATION and ALLOC_SEMAPHORE_POOL change size.
+ */
+static inline int nva_uvm_v2_layout(const __u32 v[3])
+{
+	if (v[0] != 550)
+		return v[0] > 550;
+	return v[1] > 40 || (v[1] == 40 && v[2] >= 53);
+}
 
 /* NV2080_CTRL_CMD_FB_GET_INFO (deprecated, embedded pointer): 16 B */
 struct nva_fb_get_info {
@@ -532,8 +593,8 @@ struct nva_fb_get_info {
 #define NVA_UVM_MM_INITIALIZE		75
 #define NVA_UVM_ALLOC_DEVICE_P2P	78
 
-#define NVA_UVM_MAX_GPUS		256	/* 555 and later */
-#define NVA_UVM_MAX_GPUS_OLD		32	/* 550 and earlier */
+#define NVA_UVM_MAX_GPUS		256	/* 550.40.53 and later */
+#define NVA_UVM_MAX_GPUS_OLD		32	/* before 550.40.53 */
 #define NVA_UUID_LEN			16
 
 struct nva_uvm_initialize {
@@ -594,7 +655,7 @@ struct nva_uvm_gpu_mapping_attrs {
 	__u32 gpu_compression_type;
 };
 
-/* 555 and later: 9264 B.  550 and earlier: 1200 B (32 GPUs, tail shifted). */
+/* 550.40.53 and later: 9264 B.  Before: 1200 B (32 GPUs, tail shifted). */
 struct nva_uvm_map_external_allocation {
 	__u64 base;
 	__u64 length;
@@ -629,7 +690,7 @@ struct nva_uvm_free_old {
 	__u32 _pad20;
 };
 
-/* 555 and later: 9248 B.  550 and earlier: 1184 B. */
+/* 550.40.53 and later: 9248 B.  Before: 1184 B. */
 struct nva_uvm_alloc_semaphore_pool {
 	__u64 base;
 	__u64 length;
@@ -701,5 +762,36 @@ NVA_ASSERT_SIZE(nva_uvm_free, 16);
 NVA_ASSERT_SIZE(nva_uvm_free_old, 24);
 NVA_ASSERT_SIZE(nva_uvm_alloc_semaphore_pool, 9248);
 NVA_ASSERT_OFF(nva_uvm_alloc_semaphore_pool, rm_status, 9240);
+
+/*
+ * Every size that depends on the driver's version, from its full version
+ * string [10.9]: one table for nvmock, the test clients and cgpu.ko.
+ */
+struct nva_layout {
+	__u32 mem_params;	/* NV_MEMORY_ALLOCATION_PARAMS: 120, 128 from 545 */
+	__u32 fb_info_v2;	/* FB_GET_INFO_V2 params */
+	__u32 fb_info_max;	/* entries in its list */
+	__u32 uvm_map_ext;	/* UVM_MAP_EXTERNAL_ALLOCATION */
+	__u32 uvm_sem_pool;	/* UVM_ALLOC_SEMAPHORE_POOL */
+	__u32 uvm_max_gpus;	/* entries in their per-GPU arrays */
+	__u32 uvm_free;		/* UVM_FREE: 24 B to 580, 16 B after */
+};
+
+static inline void nva_layout_of(const __u32 v[3], struct nva_layout *l)
+{
+	int uvm2 = nva_uvm_v2_layout(v);
+
+	l->mem_params = v[0] < 545 ? NVA_MEMORY_ALLOC_PARAMS_SIZE_535 :
+				     NVA_MEMORY_ALLOC_PARAMS_SIZE;
+	l->fb_info_max = nva_fb_info_max_list(v[0]);
+	l->fb_info_v2 = NVA_FB_GET_INFO_V2_SIZE(l->fb_info_max);
+	l->uvm_map_ext = uvm2 ? sizeof(struct nva_uvm_map_external_allocation) :
+				NVA_UVM_MAP_EXTERNAL_ALLOCATION_SIZE_OLD;
+	l->uvm_sem_pool = uvm2 ? sizeof(struct nva_uvm_alloc_semaphore_pool) :
+				 NVA_UVM_ALLOC_SEMAPHORE_POOL_SIZE_OLD;
+	l->uvm_max_gpus = uvm2 ? NVA_UVM_MAX_GPUS : NVA_UVM_MAX_GPUS_OLD;
+	l->uvm_free = v[0] <= 580 ? sizeof(struct nva_uvm_free_old) :
+				    sizeof(struct nva_uvm_free);
+}
 
 #endif /* CGPU_NV_ABI_H */

@@ -81,32 +81,21 @@ void nvres_describe(struct nvres r, char *buf, size_t len)
 
 int nvlayout_from_string(struct nvlayout *lay, const char *version)
 {
-	char *end;
-	long major = strtol(version, &end, 10);
+	struct nva_layout t;
+	__u32 v[3];
 
-	if (end == version || *end != '.' || major <= 0)
+	if (nva_version_parse(version, strlen(version), v))
 		return -1;
 	memset(lay, 0, sizeof(*lay));
 	snprintf(lay->version, sizeof(lay->version), "%s", version);
-	lay->major = (int)major;
-	if (major < 550) {
-		lay->mem_params = NVA_MEMORY_ALLOC_PARAMS_SIZE_535;
-		lay->fb_info_v2 = NVA_FB_GET_INFO_V2_SIZE_535;
-		lay->fb_info_max = NVA_FB_INFO_MAX_LIST_535;
-	} else {
-		lay->mem_params = NVA_MEMORY_ALLOC_PARAMS_SIZE;
-		lay->fb_info_v2 = sizeof(struct nva_fb_get_info_v2);
-		lay->fb_info_max = NVA_FB_INFO_MAX_LIST;
-	}
-	if (major < 555) {
-		lay->map_ext = NVA_UVM_MAP_EXTERNAL_ALLOCATION_SIZE_OLD;
-		lay->sem_pool = NVA_UVM_ALLOC_SEMAPHORE_POOL_SIZE_OLD;
-	} else {
-		lay->map_ext = sizeof(struct nva_uvm_map_external_allocation);
-		lay->sem_pool = sizeof(struct nva_uvm_alloc_semaphore_pool);
-	}
-	lay->uvm_free = major <= 580 ? sizeof(struct nva_uvm_free_old) :
-				       sizeof(struct nva_uvm_free);
+	lay->major = (int)v[0];
+	nva_layout_of(v, &t);
+	lay->mem_params = t.mem_params;
+	lay->fb_info_v2 = t.fb_info_v2;
+	lay->fb_info_max = t.fb_info_max;
+	lay->uvm_free = t.uvm_free;
+	lay->map_ext = t.uvm_map_ext;
+	lay->sem_pool = t.uvm_sem_pool;
 	return 0;
 }
 

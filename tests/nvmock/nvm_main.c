@@ -132,31 +132,38 @@ static int nvm_parse_version(const char *v, unsigned int *major)
 	return 0;
 }
 
-static void nvm_set_layout(unsigned int major)
+/*
+ * The real driver's MODULE_VERSION is its version, and that is where cgpu
+ * reads it (the notifier's struct module, /sys/module/<name>/version).
+ * Ours is a parameter: the module's version says it from our init on.  The
+ * loader kstrdup'd the default and kfrees whatever is there at unload.
+ */
+static void nvm_set_module_version(void)
+{
+	const char *old = THIS_MODULE->version;
+	char *v = kstrdup(nvm_version, GFP_KERNEL);
+
+	if (!v)
+		return;
+	THIS_MODULE->version = v;
+	kfree(old);
+}
+
+/* The sizes of this version, from the table all the tests share. */
+static void nvm_set_layout(const u32 v[3])
 {
 	struct nvm_layout *l = &nvm_layout;
+	struct nva_layout t;
 
-	l->major = major;
-	if (major < 550) {
-		l->mem_params = NVA_MEMORY_ALLOC_PARAMS_SIZE_535;
-		l->fb_info_v2 = NVA_FB_GET_INFO_V2_SIZE_535;
-		l->fb_info_max = NVA_FB_INFO_MAX_LIST_535;
-	} else {
-		l->mem_params = NVA_MEMORY_ALLOC_PARAMS_SIZE;
-		l->fb_info_v2 = sizeof(struct nva_fb_get_info_v2);
-		l->fb_info_max = NVA_FB_INFO_MAX_LIST;
-	}
-	if (major < 555) {
-		l->uvm_map_ext = NVA_UVM_MAP_EXTERNAL_ALLOCATION_SIZE_OLD;
-		l->uvm_sem_pool = NVA_UVM_ALLOC_SEMAPHORE_POOL_SIZE_OLD;
-		l->uvm_max_gpus = NVA_UVM_MAX_GPUS_OLD;
-	} else {
-		l->uvm_map_ext = sizeof(struct nva_uvm_map_external_allocation);
-		l->uvm_sem_pool = sizeof(struct nva_uvm_alloc_semaphore_pool);
-		l->uvm_max_gpus = NVA_UVM_MAX_GPUS;
-	}
-	l->uvm_free = major <= 580 ? sizeof(struct nva_uvm_free_old) :
-				     sizeof(struct nva_uvm_free);
+	nva_layout_of(v, &t);
+	l->major = v[0];
+	l->mem_params = t.mem_params;
+	l->fb_info_v2 = t.fb_info_v2;
+	l->fb_info_max = t.fb_info_max;
+	l->uvm_map_ext = t.uvm_map_ext;
+	l->uvm_sem_pool = t.uvm_sem_pool;
+	l->uvm_max_gpus = t.uvm_max_gpus;
+	l->uvm_free = t.uvm_free;
 }
 
 static bool nvm_name_ok(const char *s)
@@ -174,6 +181,7 @@ static bool nvm_name_ok(const char *s)
 static int nvm_check_params(void)
 {
 	unsigned int major, i, j;
+	u32 v[3];
 
 	if (num_gpus < 1 || num_gpus > NVM_MAX_GPUS) {
 		pr_err("num_gpus=%d is out of range 1..%d\n", num_gpus, NVM_MAX_GPUS);
@@ -191,7 +199,9 @@ static int nvm_check_params(void)
 		return -EINVAL;
 	}
 	strscpy(nvm_version, version, sizeof(nvm_version));
-	nvm_set_layout(major);
+	nva_version_parse(nvm_version, sizeof(nvm_version), v);
+	nvm_set_layout(v);
+	nvm_set_module_version();
 
 	for (i = 0; i < nvm_num_gpus; i++) {
 		struct nvm_gpu *g = &nvm_gpus[i];
@@ -525,5 +535,7 @@ module_init(nvm_init);
 module_exit(nvm_exit);
 
 MODULE_LICENSE("GPL");
+/* The default; nvm_set_module_version() makes it the version parameter. */
+MODULE_VERSION(NVM_DEFAULT_VERSION);
 MODULE_DESCRIPTION("Mock NVIDIA driver (nvidia + nvidia-uvm) for testing cgpu, no hardware");
 MODULE_AUTHOR("cgpu project");

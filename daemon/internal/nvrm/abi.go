@@ -212,12 +212,16 @@ type fbInfo struct {
 	Data  uint32
 }
 
+// FB_GET_INFO_V2's list length per branch (docs/nvidia-abi.md 10.9).
 const (
-	fbInfoMaxList    = 128 // 550 and later
+	fbInfoMaxList    = 128 // 580 and later
+	fbInfoMaxList560 = 57  // 560 to 575
+	fbInfoMaxList545 = 55  // 545 to 555
 	fbInfoMaxList535 = 54  // 535 and earlier
 )
 
-// NV2080_CTRL_CMD_FB_GET_INFO_V2 params: 1028 B, or 436 B before 550.
+// NV2080_CTRL_CMD_FB_GET_INFO_V2 params: 1028 B from 580; 460, 444 or 436 B
+// before (the list is shorter).
 type fbGetInfoV2 struct {
 	FBInfoListSize uint32
 	FBInfoList     [fbInfoMaxList]fbInfo
@@ -226,8 +230,15 @@ type fbGetInfoV2 struct {
 // fbGetInfoV2Size is the params size a driver of the given major version
 // expects; RM refuses any other size with NV_ERR_INVALID_PARAM_STRUCT.
 func fbGetInfoV2Size(major int) uint32 {
-	if major > 0 && major < 550 {
-		return 4 + fbInfoMaxList535*8
+	n := fbInfoMaxList
+	switch {
+	case major <= 0:
+	case major < 545:
+		n = fbInfoMaxList535
+	case major < 560:
+		n = fbInfoMaxList545
+	case major < 580:
+		n = fbInfoMaxList560
 	}
-	return 4 + fbInfoMaxList*8
+	return uint32(4 + n*8)
 }

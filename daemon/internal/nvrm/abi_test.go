@@ -80,7 +80,7 @@ func TestIOWRMatchesDocumentedEncodings(t *testing.T) {
 }
 
 func TestFBGetInfoV2SizeByVersion(t *testing.T) {
-	for major, want := range map[int]uint32{0: 1028, 595: 1028, 580: 1028, 550: 1028, 535: 436, 525: 436} {
+	for major, want := range map[int]uint32{0: 1028, 595: 1028, 580: 1028, 575: 460, 570: 460, 560: 460, 555: 444, 550: 444, 545: 444, 535: 436, 525: 436} {
 		if got := fbGetInfoV2Size(major); got != want {
 			t.Errorf("fbGetInfoV2Size(%d) = %d, want %d", major, got, want)
 		}
