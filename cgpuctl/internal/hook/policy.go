@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/BurntSushi/toml"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/cgpu-dev/cgpu/internal/contract"
@@ -30,8 +29,9 @@ import (
 // it costs: env_policy is not a cgpud flag (the hook never sees cgpud's
 // command line), and the hook reads the file at its default path. It
 // reads it only when the answer matters (an orchestrator's annotation, or
-// an opt-out in an environment that asks for a slice), so a container
-// without a slice still costs no more than before.
+// an opt-out in an environment that asks for a slice), and without a TOML
+// library (envPolicyKey says why), so a container without a slice still
+// costs no more than before.
 const maxConfigFile = 1 << 20
 
 // WithConfigFile sets where the node's configuration (cgpud.toml) is.
@@ -48,16 +48,21 @@ func (h *Hook) envPolicy() (contract.EnvPolicy, error) {
 		return "", fmt.Errorf("read %s from the node's configuration: %w", contract.EnvPolicyKey, err)
 	}
 	defer f.Close()
-	var c struct {
-		EnvPolicy *string `toml:"env_policy"`
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
+	if err == nil && len(b) > maxConfigFile {
+		err = fmt.Errorf("over %d bytes", maxConfigFile)
 	}
-	if _, err := toml.NewDecoder(io.LimitReader(f, maxConfigFile)).Decode(&c); err != nil {
+	if err != nil {
 		return "", fmt.Errorf("read %s from %s: %v", contract.EnvPolicyKey, h.configFile, err)
 	}
-	if c.EnvPolicy == nil {
+	v, set, err := envPolicyKey(string(b))
+	if err != nil {
+		return "", fmt.Errorf("read %s from %s: %v", contract.EnvPolicyKey, h.configFile, err)
+	}
+	if !set {
 		return contract.EnvTrusted, nil
 	}
-	p, err := contract.ParseEnvPolicy(*c.EnvPolicy)
+	p, err := contract.ParseEnvPolicy(v)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", h.configFile, err)
 	}
