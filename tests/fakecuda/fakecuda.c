@@ -908,6 +908,8 @@ static void cmd_take(const char *path)
 	/* UVM fds belong to the giver's address space: none here. */
 	G.c.uvm_fd = -1;
 	G.c.uvm_mm_fd = -1;
+	/* Our own handle counter would name the giver's objects again. */
+	G.c.auto_handles = 1;
 	G.inited = 1;
 	out("take: OK client=0x%x device=0x%x", G.c.h_client, G.c.h_device);
 }
