@@ -25,8 +25,8 @@ giver=$hold_pid
 wait_for 60 holding /tmp/taker1.out
 sed 's/^/  taker: /' /tmp/taker1.out
 grep -q '^take: OK' /tmp/taker1.out || fail "the outside process did not take the fds"
-[ "$(grep -c '^rm-alloc 512M: OK' /tmp/taker1.out)" = 2 ] || fail "the slice's 1 GiB was not there for the taker"
 grep -q '^rm-alloc 512M: CUDA_ERROR_OUT_OF_MEMORY' /tmp/taker1.out || fail "the outside process went past the slice"
+[ "$(grep -c '^rm-alloc 512M: OK' /tmp/taker1.out)" = 2 ] || fail "the slice's 1 GiB was not there for the taker"
 assert_eq "$GIB" "$(nv_used)" "nvmock's used bytes with the taker holding all it could get"
 expect_used t1 "$GIB" "charged to the slice"
 kill_hold "$giver"
