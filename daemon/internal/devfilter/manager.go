@@ -8,6 +8,21 @@
 // it. The link is pinned in bpffs (<bpffs>/cgpu/devfilter-<cgroup id>), so
 // the filter outlives the daemon that made it; a restarted daemon finds it
 // again with Pinned and removes it with Remove.
+//
+// Two of the numbers a filter denies are not fixed: nvidia-uvm's major is
+// dynamic (handed out when the module loads, and possibly another one after
+// a reload), and so is cgpu.ko's misc minor. A program cannot look them up
+// when it runs, so they are baked in when it is built, and a filter built
+// before nvidia-uvm loaded would leave /dev/nvidia-uvm-tools open for good.
+// Denying every dynamic major instead (234-254, 384-511) would take devices
+// from containers that have every right to them. So the Manager remembers
+// which numbers each filter was built with, Stale names the filters built
+// with numbers that are no longer the host's (or that this process did not
+// build, which after a restart is all of them), and whoever knows what each
+// container may open (internal/instance) applies them again; Apply swaps
+// the program of the pinned link in one step, so a container is never
+// without a filter while that happens. Between a module load and the next
+// check a filter lags: the caller checks every few seconds.
 package devfilter
 
 import (
@@ -53,6 +68,9 @@ type Manager struct {
 
 	mu     sync.Mutex
 	probed bool // Probe passed
+	// built holds the numbers each filter was built with, by cgroup id,
+	// for the filters this process applied.
+	built map[uint64]devices
 }
 
 // Option configures a Manager.
@@ -87,6 +105,7 @@ func New(opts ...Option) (*Manager, error) {
 		sysRoot:    "/sys",
 		devRoot:    "/dev",
 		cgroupRoot: "/sys/fs/cgroup",
+		built:      map[uint64]devices{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -185,10 +204,10 @@ func (m *Manager) Apply(ctx context.Context, cgroupPath string, cgroupID uint64,
 	}
 	log := m.log.WithFields(logrus.Fields{"cgroup": dir, "cgroup_id": cgroupID})
 	if devs.uvmToolsMajor == 0 {
-		log.Warnf("device filter: %s is not in %s/devices (nvidia-uvm not loaded); /dev/nvidia-uvm-tools is not covered", uvmDeviceName, m.procRoot)
+		log.Warnf("device filter: %s is not in %s/devices (nvidia-uvm not loaded); /dev/nvidia-uvm-tools is not covered until it loads and the filter is applied again", uvmDeviceName, m.procRoot)
 	}
 	if devs.cgpuMajor == 0 {
-		log.Warnf("device filter: no /dev/%s (cgpu.ko not loaded); it is not covered", cgpuDeviceName)
+		log.Warnf("device filter: no /dev/%s (cgpu.ko not loaded); it is not covered until it loads and the filter is applied again", cgpuDeviceName)
 	}
 	rs, err := rules(allowMinors, devs)
 	if err != nil {
@@ -221,8 +240,51 @@ func (m *Manager) Apply(ctx context.Context, cgroupPath string, cgroupID uint64,
 			return fmt.Errorf("device filter for %s: %w", dir, err)
 		}
 	}
+	m.built[cgroupID] = devs
 	log.WithFields(logrus.Fields{"gpus": allowMinors, "replaced": replaced}).Debug("device filter applied")
 	return nil
+}
+
+// Stale lists, ascending, the cgroups whose pinned filter was not built
+// with the device numbers the host has now: nvidia-uvm or cgpu.ko loaded,
+// unloaded or given other numbers since, or the filter made by another
+// process (an earlier daemon), whose numbers this one cannot know. Apply
+// them again to bring them up to date. An error means the host's numbers
+// cannot be read, so no filter can be said to be current.
+func (m *Manager) Stale(ctx context.Context) ([]uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	devs, err := resolveDevices(m.procRoot, m.sysRoot, m.devRoot)
+	if err != nil {
+		return nil, fmt.Errorf("device filters: %w", err)
+	}
+	pins, err := m.pinned()
+	if err != nil {
+		return nil, err
+	}
+	return m.staleLocked(pins, devs), nil
+}
+
+// staleLocked picks from pins those not built with devs, and forgets the
+// numbers of filters that are no longer pinned; m.mu held.
+func (m *Manager) staleLocked(pins []uint64, devs devices) []uint64 {
+	var out []uint64
+	live := make(map[uint64]bool, len(pins))
+	for _, id := range pins {
+		live[id] = true
+		if b, ok := m.built[id]; !ok || b != devs {
+			out = append(out, id)
+		}
+	}
+	for id := range m.built {
+		if !live[id] {
+			delete(m.built, id)
+		}
+	}
+	return out
 }
 
 // update swaps the program of the link pinned at pin, if there is one that
@@ -309,6 +371,7 @@ func (m *Manager) Remove(ctx context.Context, cgroupID uint64) error {
 	if err := l.Unpin(); err != nil {
 		return fmt.Errorf("remove device filter of cgroup %d: unpin: %w", cgroupID, err)
 	}
+	delete(m.built, cgroupID)
 	return nil
 }
 
@@ -320,6 +383,11 @@ func (m *Manager) Pinned(ctx context.Context) ([]uint64, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.pinned()
+}
+
+// pinned does Pinned's work; m.mu held.
+func (m *Manager) pinned() ([]uint64, error) {
 	dir := filepath.Join(m.bpffs, pinDir)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {

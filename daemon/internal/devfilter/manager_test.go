@@ -142,3 +142,75 @@ func TestRemoveWithoutPinIsNoop(t *testing.T) {
 		}
 	}
 }
+
+// Stale names the filters built with numbers the host no longer has, and
+// those this process did not build, so that nvidia-uvm loading after a
+// filter was made (or coming back with another major) reaches every filter.
+func TestStale(t *testing.T) {
+	root := t.TempDir()
+	proc, bpffs := filepath.Join(root, "proc"), filepath.Join(root, "bpf")
+	sysRoot, devRoot := host{}.make(t) // no cgpu.ko
+	for _, d := range []string{proc, filepath.Join(bpffs, "cgpu")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setDevices := func(fixture string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("testdata", fixture, "devices"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proc, "devices"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"17", "42"} {
+		if err := os.WriteFile(filepath.Join(bpffs, "cgpu", "devfilter-"+id), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := New(WithProcRoot(proc), WithSysRoot(sysRoot), WithDevRoot(devRoot), WithBPFFS(bpffs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	stale := func(what string, want ...uint64) {
+		t.Helper()
+		got, err := m.Stale(ctx)
+		if err != nil {
+			t.Fatalf("%s: Stale: %v", what, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Stale = %v, want %v", what, got, want)
+		}
+	}
+
+	setDevices("proc-nouvm")
+	// 17 built by this process before nvidia-uvm loaded, 42 by an earlier
+	// one, 99 built and since removed by hand.
+	m.built[17] = devices{}
+	m.built[99] = devices{}
+	stale("nvidia-uvm not loaded", 42)
+	if _, ok := m.built[99]; ok {
+		t.Error("the numbers of a filter no longer pinned are kept")
+	}
+
+	setDevices("proc-nvidia") // nvidia-uvm at 236
+	stale("nvidia-uvm loaded", 17, 42)
+
+	m.built[17] = devices{uvmToolsMajor: 236}
+	m.built[42] = devices{uvmToolsMajor: 236}
+	stale("both applied again")
+
+	if err := os.WriteFile(filepath.Join(proc, "devices"), []byte("Character devices:\n236 nvidia-uvm\n240\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Stale(ctx); err == nil {
+		t.Errorf("Stale with a malformed /proc/devices = %v, want an error", got)
+	}
+	if err := os.WriteFile(filepath.Join(proc, "devices"), []byte("Character devices:\n237 nvidia-uvm\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stale("nvidia-uvm reloaded at another major", 17, 42)
+}

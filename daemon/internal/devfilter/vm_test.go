@@ -560,3 +560,77 @@ func TestRestartCheck(t *testing.T) {
 		t.Errorf("Pinned still lists %d", id)
 	}
 }
+
+// modulesDir is where the guest keeps nvmock.ko and cgpu.ko
+// (tests/vm/lib.sh: CGPU_MODULES).
+const modulesDir = "/opt/cgpu/modules"
+
+func runCmd(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func moduleLoaded(name string) bool {
+	_, err := os.Stat(filepath.Join("/sys/module", name))
+	return err == nil
+}
+
+// loadModules loads nvmock.ko (two GPUs, as the suite has it) and cgpu.ko
+// on top, as tests/vm/lib.sh's reload_nvmock does.
+func loadModules(t *testing.T) {
+	t.Helper()
+	if !moduleLoaded("nvmock") {
+		runCmd(t, "insmod", filepath.Join(modulesDir, "nvmock.ko"), "num_gpus=2")
+	}
+	if !moduleLoaded("cgpu") {
+		runCmd(t, "insmod", filepath.Join(modulesDir, "cgpu.ko"))
+	}
+}
+
+// nvidia-uvm (with uvm-tools) and cgpu.ko loaded after a filter was made:
+// the filter was built without their numbers and lets both through until
+// it is applied again. Stale names it, and applied again it denies them
+// (the instance Manager does so every few seconds, internal/instance).
+func TestVMModulesLoadAfterFilter(t *testing.T) {
+	vmOnly(t)
+	ctx := context.Background()
+	dir, id := newCgroup(t, "", "devfilter-late")
+	m := newManager(t)
+	t.Cleanup(func() { _ = m.Remove(ctx, id) })
+	t.Cleanup(func() { loadModules(t) })
+	runCmd(t, "rmmod", "cgpu")
+	runCmd(t, "rmmod", "nvmock")
+
+	if err := m.Apply(ctx, dir, id, []uint32{0}); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := m.Stale(ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("Stale right after Apply = %v, %v; want none", ids, err)
+	}
+	loadModules(t)
+	ensureNode(t, devUVMTools, uvmMajor(t), 1)
+	expectOpens(t, "modules loaded after the filter was made", dir, map[string]string{
+		devGPU0: ok, devGPU1: eperm, devUVMTools: ok, devCgpu: ok,
+	})
+	ids, err := m.Stale(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, []uint64{id}) {
+		t.Fatalf("Stale after the modules loaded = %v, want [%d]", ids, id)
+	}
+	if err := m.Apply(ctx, dir, id, []uint32{0}); err != nil {
+		t.Fatal(err)
+	}
+	expectOpens(t, "applied again", dir, map[string]string{
+		devGPU0: ok, devGPU1: eperm, devCtl: ok, devUVM: ok, devUVMTools: eperm, devCgpu: eperm,
+	})
+	if n := attached(t, dir); n != 1 {
+		t.Errorf("%d programs attached, want 1 (the link is updated in place)", n)
+	}
+	if ids, err := m.Stale(ctx); err != nil || len(ids) != 0 {
+		t.Errorf("Stale after applying again = %v, %v; want none", ids, err)
+	}
+}
