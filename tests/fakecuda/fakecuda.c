@@ -768,7 +768,7 @@ static void cmd_sempool(const char *arg, uint64_t size)
 		free(sp);
 		return;
 	}
-	if (c->lay.sem_pool == sizeof(*sp)) {
+	if (c->lay.t.uvm_sem_pool == sizeof(*sp)) {
 		off_count = offsetof(typeof(*sp), gpu_attributes_count);
 		off_status = offsetof(typeof(*sp), rm_status);
 	} else {
@@ -816,16 +816,29 @@ static int unix_addr(const char *path, struct sockaddr_un *a)
 	return 0;
 }
 
+/* One handover and its two fds, as one message. */
+struct handover_msg {
+	struct handover h;
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov;
+	struct msghdr msg;
+};
+
+static void handover_msg_init(struct handover_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->iov.iov_base = &m->h;
+	m->iov.iov_len = sizeof(m->h);
+	m->msg.msg_iov = &m->iov;
+	m->msg.msg_iovlen = 1;
+	m->msg.msg_control = m->cbuf;
+	m->msg.msg_controllen = sizeof(m->cbuf);
+}
+
 static void cmd_give(const char *path)
 {
-	struct handover h;
+	struct handover_msg m;
 	struct sockaddr_un a;
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
-	struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
 	struct cmsghdr *cm;
 	int fds[2], ls, s;
 
@@ -846,16 +859,16 @@ static void cmd_give(const char *path)
 		sys_error("give: accept: %s", strerror(errno));
 		return;
 	}
-	h.c = G.c;
+	handover_msg_init(&m);
+	m.h.c = G.c;
 	fds[0] = G.c.ctl_fd;
 	fds[1] = G.c.gpu_fd;
-	memset(cbuf, 0, sizeof(cbuf));
-	cm = CMSG_FIRSTHDR(&msg);
+	cm = CMSG_FIRSTHDR(&m.msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(fds));
 	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-	if (sendmsg(s, &msg, 0) != (ssize_t)sizeof(h)) {
+	if (sendmsg(s, &m.msg, 0) != (ssize_t)sizeof(m.h)) {
 		sys_error("give: sendmsg: %s", strerror(errno));
 		close(s);
 		return;
@@ -866,14 +879,8 @@ static void cmd_give(const char *path)
 
 static void cmd_take(const char *path)
 {
-	struct handover h;
+	struct handover_msg m;
 	struct sockaddr_un a;
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
-	struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
 	struct cmsghdr *cm;
 	int fds[2], s, i;
 
@@ -893,8 +900,9 @@ static void cmd_take(const char *path)
 		sys_error("take: connect to %s: %s", path, strerror(errno));
 		return;
 	}
-	if (recvmsg(s, &msg, MSG_WAITALL) != (ssize_t)sizeof(h) ||
-	    !(cm = CMSG_FIRSTHDR(&msg)) || cm->cmsg_type != SCM_RIGHTS ||
+	handover_msg_init(&m);
+	if (recvmsg(s, &m.msg, MSG_WAITALL) != (ssize_t)sizeof(m.h) ||
+	    !(cm = CMSG_FIRSTHDR(&m.msg)) || cm->cmsg_type != SCM_RIGHTS ||
 	    cm->cmsg_len != CMSG_LEN(sizeof(fds))) {
 		sys_error("take: no fds from %s", path);
 		close(s);
@@ -902,7 +910,7 @@ static void cmd_take(const char *path)
 	}
 	close(s);
 	memcpy(fds, CMSG_DATA(cm), sizeof(fds));
-	G.c = h.c;
+	G.c = m.h.c;
 	G.c.ctl_fd = fds[0];
 	G.c.gpu_fd = fds[1];
 	/* UVM fds belong to the giver's address space: none here. */

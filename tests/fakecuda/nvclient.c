@@ -81,7 +81,6 @@ void nvres_describe(struct nvres r, char *buf, size_t len)
 
 int nvlayout_from_string(struct nvlayout *lay, const char *version)
 {
-	struct nva_layout t;
 	__u32 v[3];
 
 	if (nva_version_parse(version, strlen(version), v))
@@ -89,13 +88,7 @@ int nvlayout_from_string(struct nvlayout *lay, const char *version)
 	memset(lay, 0, sizeof(*lay));
 	snprintf(lay->version, sizeof(lay->version), "%s", version);
 	lay->major = (int)v[0];
-	nva_layout_of(v, &t);
-	lay->mem_params = t.mem_params;
-	lay->fb_info_v2 = t.fb_info_v2;
-	lay->fb_info_max = t.fb_info_max;
-	lay->uvm_free = t.uvm_free;
-	lay->map_ext = t.uvm_map_ext;
-	lay->sem_pool = t.uvm_sem_pool;
+	nva_layout_of(v, &lay->t);
 	return 0;
 }
 
@@ -566,7 +559,7 @@ struct nvres nv_alloc_vidmem(struct nvclient *c, uint64_t size,
 	p.size = size;
 	*h_mem = c->auto_handles ? 0 : nv_new_handle();
 	r = nv_rm_alloc(c, c->h_client, c->h_device, h_mem,
-			NVA_CLASS_MEMORY_LOCAL_USER, &p, (uint32_t)c->lay.mem_params);
+			NVA_CLASS_MEMORY_LOCAL_USER, &p, (uint32_t)c->lay.t.mem_params);
 	*actual = p.size;
 	return r;
 }
@@ -595,7 +588,7 @@ struct nvres nv_uvm_map_external(struct nvclient *c, uint64_t va,
 	m->length = len;
 	m->offset = 0;
 	memcpy(m->per_gpu_attributes[0].gpu_uuid, c->uuid, NVA_UUID_LEN);
-	if (c->lay.map_ext == sizeof(*m)) {
+	if (c->lay.t.uvm_map_ext == sizeof(*m)) {
 		off_count = offsetof(typeof(*m), gpu_attributes_count);
 		off_fd = offsetof(typeof(*m), rm_ctrl_fd);
 		off_client = offsetof(typeof(*m), h_client);
@@ -622,7 +615,7 @@ struct nvres nv_uvm_map_external(struct nvclient *c, uint64_t va,
 
 struct nvres nv_uvm_free_va(struct nvclient *c, uint64_t va, uint64_t len)
 {
-	if (c->lay.uvm_free == sizeof(struct nva_uvm_free_old)) {
+	if (c->lay.t.uvm_free == sizeof(struct nva_uvm_free_old)) {
 		struct nva_uvm_free_old f = { .base = va, .length = len };
 
 		return nv_uvm_call(c->uvm_fd, NVA_UVM_FREE, &f,
@@ -649,7 +642,7 @@ struct nvres nv_fb_info(struct nvclient *c, uint64_t *total_kib,
 	p.fb_info_list[1].index = NVA_FB_INFO_HEAP_SIZE;
 	p.fb_info_list[2].index = NVA_FB_INFO_HEAP_FREE;
 	r = nv_rm_control(c, c->h_client, c->h_subdevice,
-			  NVA_CTRL_FB_GET_INFO_V2, &p, (uint32_t)c->lay.fb_info_v2);
+			  NVA_CTRL_FB_GET_INFO_V2, &p, (uint32_t)c->lay.t.fb_info_v2);
 	*total_kib = *heap_kib = *free_kib = 0;
 	for (i = 0; i < 3; i++) {
 		switch (p.fb_info_list[i].index) {

@@ -37,12 +37,7 @@ static inline int nvres_ok(struct nvres r)
 struct nvlayout {
 	char version[64];	/* e.g. "595.45.04" */
 	int major;
-	size_t mem_params;	/* NV_MEMORY_ALLOCATION_PARAMS: 128 / 120 (nva_layout_of) */
-	size_t fb_info_v2;	/* FB_GET_INFO_V2 params: 1028 / 460 / 444 / 436 */
-	unsigned fb_info_max;	/* entries in it: 128 / 54 */
-	size_t uvm_free;	/* UVM_FREE: 16 / 24 */
-	size_t map_ext;		/* MAP_EXTERNAL_ALLOCATION: 9264 / 1200 */
-	size_t sem_pool;	/* ALLOC_SEMAPHORE_POOL: 9248 / 1184 */
+	struct nva_layout t;	/* the sizes of that version (nv_abi.h) */
 };
 
 struct nvclient {

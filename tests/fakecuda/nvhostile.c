@@ -593,7 +593,7 @@ static void test_rm_semantics(void)
 				.h_class = NVA_CLASS_MEMORY_LOCAL_USER,
 				.p_alloc_parms = (uintptr_t)gbuf,
 				.p_rights_requested = ptrs[i].p,
-				.params_size = (uint32_t)c->lay.mem_params,
+				.params_size = (uint32_t)c->lay.t.mem_params,
 			};
 
 			memset(gbuf, 0, 256);
@@ -615,7 +615,7 @@ static void test_rm_semantics(void)
 	memset(&mp, 0, sizeof(mp));
 	h = nv_new_handle();
 	r = nv_rm_alloc(c, c->h_client, c->h_device, &h,
-			NVA_CLASS_MEMORY_LOCAL_USER, &mp, (uint32_t)c->lay.mem_params);
+			NVA_CLASS_MEMORY_LOCAL_USER, &mp, (uint32_t)c->lay.t.mem_params);
 	expect_status("RM_ALLOC vidmem size 0", r, NVA_ERR_INVALID_ARGUMENT);
 
 	/* Embedded parameter pointers */
@@ -635,13 +635,13 @@ static void test_rm_semantics(void)
 				 ptrs[i].name);
 			expect_fail(name, nv_rm_alloc(c, c->h_client, c->h_device,
 						      &h, NVA_CLASS_MEMORY_LOCAL_USER,
-						      p, (uint32_t)c->lay.mem_params));
+						      p, (uint32_t)c->lay.t.mem_params));
 			snprintf(name, sizeof(name), "RM_CONTROL FB_GET_INFO_V2 params %s",
 				 ptrs[i].name);
 			expect_fail(name, nv_rm_control(c, c->h_client,
 							c->h_subdevice,
 							NVA_CTRL_FB_GET_INFO_V2,
-							p, (uint32_t)c->lay.fb_info_v2));
+							p, (uint32_t)c->lay.t.fb_info_v2));
 			snprintf(name, sizeof(name), "RM_CONTROL GET_ID_INFO_V2 params %s",
 				 ptrs[i].name);
 			expect_fail(name, nv_rm_control(c, c->h_client,
@@ -680,7 +680,7 @@ static void test_rm_semantics(void)
 	/* [3] control params size must match */
 	memset(zbuf, 0, BUF_SIZE);
 	r = nv_rm_control(c, c->h_client, c->h_subdevice, NVA_CTRL_FB_GET_INFO_V2,
-			  zbuf, (uint32_t)c->lay.fb_info_v2 - 4);
+			  zbuf, (uint32_t)c->lay.t.fb_info_v2 - 4);
 	expect_status("RM_CONTROL FB_GET_INFO_V2 paramsSize-4", r,
 		      NVA_ERR_INVALID_PARAM_STRUCT);
 	r = nv_rm_control(c, c->h_client, c->h_subdevice, NVA_CTRL_FB_GET_INFO_V2,
@@ -688,19 +688,19 @@ static void test_rm_semantics(void)
 	expect_fail("RM_CONTROL FB_GET_INFO_V2 paramsSize 0xffffffff", r);
 	((struct nva_fb_get_info_v2 *)zbuf)->fb_info_list_size = 0xffffffff;
 	r = nv_rm_control(c, c->h_client, c->h_subdevice, NVA_CTRL_FB_GET_INFO_V2,
-			  zbuf, (uint32_t)c->lay.fb_info_v2);
+			  zbuf, (uint32_t)c->lay.t.fb_info_v2);
 	expect_fail("RM_CONTROL FB_GET_INFO_V2 listSize 0xffffffff", r);
 	memset(zbuf, 0, BUF_SIZE);
 	r = nv_rm_control(c, 0xbadc0de, c->h_subdevice, NVA_CTRL_FB_GET_INFO_V2,
-			  zbuf, (uint32_t)c->lay.fb_info_v2);
+			  zbuf, (uint32_t)c->lay.t.fb_info_v2);
 	expect_fail("RM_CONTROL unknown client", r);
 	r = nv_rm_control(c, c->h_client, 0xbadc0de, NVA_CTRL_FB_GET_INFO_V2,
-			  zbuf, (uint32_t)c->lay.fb_info_v2);
+			  zbuf, (uint32_t)c->lay.t.fb_info_v2);
 	expect_fail("RM_CONTROL unknown object", r);
 	r = nv_rm_control(c, c->h_client, c->h_subdevice, 0x2080ffff, zbuf, 16);
 	expect_fail("RM_CONTROL unknown command", r);
 	r = nv_rm_control(c, c->h_client, c->h_device, NVA_CTRL_FB_GET_INFO_V2,
-			  zbuf, (uint32_t)c->lay.fb_info_v2);
+			  zbuf, (uint32_t)c->lay.t.fb_info_v2);
 	expect_fail("RM_CONTROL FB_GET_INFO_V2 on the device, not the subdevice", r);
 
 	/* [10.1] DUP_OBJECT */
@@ -798,7 +798,7 @@ static void test_rm_semantics(void)
 			h = nv_new_handle();
 			r = nv_rm_alloc(c, c->h_client, c->h_device, &h,
 					NVA_CLASS_MEMORY_LOCAL_USER, &mp,
-					(uint32_t)c->lay.mem_params);
+					(uint32_t)c->lay.t.mem_params);
 			snprintf(name, sizeof(name), "RM_ALLOC vidmem size 0x%llx",
 				 (unsigned long long)sizes[i]);
 			expect_fail(name, r);
@@ -810,21 +810,21 @@ static void test_rm_semantics(void)
 	memset(&mp, 0, sizeof(mp));
 	mp.size = 1 << 16;
 	r = nv_rm_alloc(c, c->h_client, c->h_client, &h,
-			NVA_CLASS_MEMORY_LOCAL_USER, &mp, (uint32_t)c->lay.mem_params);
+			NVA_CLASS_MEMORY_LOCAL_USER, &mp, (uint32_t)c->lay.t.mem_params);
 	if (nvres_ok(r))
 		nv_rm_free(c, c->h_client, c->h_client, h);
 	expect_fail("RM_ALLOC vidmem with the client as parent", r);
 	h = nv_new_handle();
 	r = nv_rm_alloc(c, c->h_client, 0xcafe1234, &h,
-			NVA_CLASS_MEMORY_LOCAL_USER, &mp, (uint32_t)c->lay.mem_params);
+			NVA_CLASS_MEMORY_LOCAL_USER, &mp, (uint32_t)c->lay.t.mem_params);
 	expect_fail("RM_ALLOC vidmem with an unknown parent", r);
 	h = nv_new_handle();
 	r = nv_rm_alloc(c, 0xbadc0de, c->h_device, &h,
-			NVA_CLASS_MEMORY_LOCAL_USER, &mp, (uint32_t)c->lay.mem_params);
+			NVA_CLASS_MEMORY_LOCAL_USER, &mp, (uint32_t)c->lay.t.mem_params);
 	expect_fail("RM_ALLOC vidmem in an unknown client", r);
 	h = c->h_subdevice;
 	r = nv_rm_alloc(c, c->h_client, c->h_device, &h,
-			NVA_CLASS_MEMORY_LOCAL_USER, &mp, (uint32_t)c->lay.mem_params);
+			NVA_CLASS_MEMORY_LOCAL_USER, &mp, (uint32_t)c->lay.t.mem_params);
 	if (nvres_ok(r))
 		nv_rm_free(c, c->h_client, c->h_device, h);
 	expect_fail("RM_ALLOC vidmem with a handle in use", r);
@@ -988,7 +988,7 @@ static void test_xfer(void)
 	ctl.h_object = A.h_subdevice;
 	ctl.cmd = NVA_CTRL_FB_GET_INFO_V2;
 	ctl.params = (uintptr_t)fb;
-	ctl.params_size = (uint32_t)A.lay.fb_info_v2;
+	ctl.params_size = (uint32_t)A.lay.t.fb_info_v2;
 
 	x = (struct nva_ioctl_xfer){ NVA_ESC_RM_CONTROL, sizeof(ctl),
 				     (uintptr_t)&ctl };
@@ -1085,8 +1085,8 @@ struct uvm_cmd {
 static size_t uvm_cmds(struct uvm_cmd *u)
 {
 	size_t n = 0;
-	int old_free = A.lay.uvm_free == sizeof(struct nva_uvm_free_old);
-	int old_map = A.lay.map_ext != sizeof(struct nva_uvm_map_external_allocation);
+	int old_free = A.lay.t.uvm_free == sizeof(struct nva_uvm_free_old);
+	int old_map = A.lay.t.uvm_map_ext != sizeof(struct nva_uvm_map_external_allocation);
 
 	u[n++] = (struct uvm_cmd){ "INITIALIZE", NVA_UVM_INITIALIZE, 16, 8 };
 	u[n++] = (struct uvm_cmd){ "MM_INITIALIZE", NVA_UVM_MM_INITIALIZE, 8, 4 };
@@ -1100,14 +1100,14 @@ static size_t uvm_cmds(struct uvm_cmd *u)
 	u[n++] = (struct uvm_cmd){ "CREATE_EXTERNAL_RANGE",
 				   NVA_UVM_CREATE_EXTERNAL_RANGE, 24, 16 };
 	u[n++] = (struct uvm_cmd){ "MAP_EXTERNAL_ALLOCATION",
-				   NVA_UVM_MAP_EXTERNAL_ALLOCATION, A.lay.map_ext,
+				   NVA_UVM_MAP_EXTERNAL_ALLOCATION, A.lay.t.uvm_map_ext,
 				   old_map ? NVA_UVM_MAP_EXT_OLD_OFF_STATUS :
 					     offsetof(struct nva_uvm_map_external_allocation,
 						      rm_status) };
-	u[n++] = (struct uvm_cmd){ "FREE", NVA_UVM_FREE, A.lay.uvm_free,
+	u[n++] = (struct uvm_cmd){ "FREE", NVA_UVM_FREE, A.lay.t.uvm_free,
 				   old_free ? 16 : 8 };
 	u[n++] = (struct uvm_cmd){ "ALLOC_SEMAPHORE_POOL",
-				   NVA_UVM_ALLOC_SEMAPHORE_POOL, A.lay.sem_pool,
+				   NVA_UVM_ALLOC_SEMAPHORE_POOL, A.lay.t.uvm_sem_pool,
 				   old_map ? NVA_UVM_SEM_POOL_OLD_OFF_STATUS :
 					     offsetof(struct nva_uvm_alloc_semaphore_pool,
 						      rm_status) };
@@ -1361,11 +1361,11 @@ static void test_uvm_after_init(void)
 			if (p != MAP_FAILED)
 				munmap(p, 2 << 20);
 		}
-		if (A.lay.uvm_free == sizeof(fo))
+		if (A.lay.t.uvm_free == sizeof(fo))
 			fo.length = 1 << 20;
 		expect_fail("UVM FREE of an address with no range",
 			    nv_uvm_call(fd, NVA_UVM_FREE, &fo,
-					A.lay.uvm_free == sizeof(fo) ? 16 : 8));
+					A.lay.t.uvm_free == sizeof(fo) ? 16 : 8));
 
 		/* MAP_EXTERNAL_ALLOCATION variants need memory and a range */
 		{
@@ -1373,7 +1373,7 @@ static void test_uvm_after_init(void)
 			uint64_t actual;
 			struct nva_uvm_map_external_allocation *m = calloc(1, sizeof(*m));
 			char *raw_m = (char *)m;
-			int old = A.lay.map_ext != sizeof(*m);
+			int old = A.lay.t.uvm_map_ext != sizeof(*m);
 			size_t o_count = old ? NVA_UVM_MAP_EXT_OLD_OFF_COUNT :
 				offsetof(typeof(*m), gpu_attributes_count);
 			size_t o_fd = old ? NVA_UVM_MAP_EXT_OLD_OFF_FD :
@@ -1450,7 +1450,7 @@ static void test_uvm_after_init(void)
 	/* ALLOC_SEMAPHORE_POOL with bad lengths and counts */
 	{
 		struct nva_uvm_alloc_semaphore_pool *sp = calloc(1, sizeof(*sp));
-		int old = A.lay.sem_pool != sizeof(*sp);
+		int old = A.lay.t.uvm_sem_pool != sizeof(*sp);
 		size_t o_count = old ? NVA_UVM_SEM_POOL_OLD_OFF_COUNT :
 			offsetof(typeof(*sp), gpu_attributes_count);
 		size_t o_status = old ? NVA_UVM_SEM_POOL_OLD_OFF_STATUS :

@@ -55,7 +55,7 @@ MODULE_PARM_DESC(version,
 
 unsigned int nvm_num_gpus;
 struct nvm_gpu nvm_gpus[NVM_MAX_GPUS];
-struct nvm_layout nvm_layout;
+struct nva_layout nvm_layout;
 char nvm_version[NVA_RM_API_VERSION_STRING_LEN];
 
 atomic_t nvm_stat_clients = ATOMIC_INIT(0);
@@ -149,22 +149,6 @@ static void nvm_set_module_version(void)
 	kfree(old);
 }
 
-/* The sizes of this version, from the table all the tests share. */
-static void nvm_set_layout(const u32 v[3])
-{
-	struct nvm_layout *l = &nvm_layout;
-	struct nva_layout t;
-
-	nva_layout_of(v, &t);
-	l->major = v[0];
-	l->mem_params = t.mem_params;
-	l->fb_info_v2 = t.fb_info_v2;
-	l->fb_info_max = t.fb_info_max;
-	l->uvm_map_ext = t.uvm_map_ext;
-	l->uvm_sem_pool = t.uvm_sem_pool;
-	l->uvm_max_gpus = t.uvm_max_gpus;
-	l->uvm_free = t.uvm_free;
-}
 
 static bool nvm_name_ok(const char *s)
 {
@@ -200,7 +184,7 @@ static int nvm_check_params(void)
 	}
 	strscpy(nvm_version, version, sizeof(nvm_version));
 	nva_version_parse(nvm_version, sizeof(nvm_version), v);
-	nvm_set_layout(v);
+	nva_layout_of(v, &nvm_layout);
 	nvm_set_module_version();
 
 	for (i = 0; i < nvm_num_gpus; i++) {

@@ -443,7 +443,7 @@ struct uvm_cmd {
 /* Parameter size and rmStatus offset of a command for this version. */
 static bool uvm_cmd_layout(unsigned int cmd, struct uvm_cmd *c)
 {
-	const struct nvm_layout *l = &nvm_layout;
+	const struct nva_layout *l = &nvm_layout;
 
 	switch (cmd) {
 	case NVA_UVM_INITIALIZE:

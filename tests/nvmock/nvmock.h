@@ -32,21 +32,10 @@ struct nvm_gpu {
 	char name[NVM_NAME_LEN];
 };
 
-/* Layouts that depend on the `version` parameter. */
-struct nvm_layout {
-	unsigned int major;
-	size_t mem_params;		/* NV_MEMORY_ALLOCATION_PARAMS */
-	size_t fb_info_v2;		/* FB_GET_INFO_V2 params */
-	unsigned int fb_info_max;	/* entries in FB_GET_INFO_V2 */
-	size_t uvm_map_ext;		/* UVM_MAP_EXTERNAL_ALLOCATION */
-	size_t uvm_sem_pool;		/* UVM_ALLOC_SEMAPHORE_POOL */
-	size_t uvm_free;		/* UVM_FREE */
-	unsigned int uvm_max_gpus;
-};
-
 extern unsigned int nvm_num_gpus;
 extern struct nvm_gpu nvm_gpus[NVM_MAX_GPUS];
-extern struct nvm_layout nvm_layout;
+/* The sizes of the version nvmock plays (nva_layout_of in nv_abi.h). */
+extern struct nva_layout nvm_layout;
 extern char nvm_version[NVA_RM_API_VERSION_STRING_LEN];
 
 /* Counters shown in debugfs. */
