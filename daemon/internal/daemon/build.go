@@ -103,9 +103,14 @@ func Build(ctx context.Context, c config.Config, log *logrus.Logger) (Parts, err
 	return Parts{
 		Manager:    pm,
 		Collectors: []prometheus.Collector{Collector(pm, log)},
-		Reload:     func(c config.Config) { pm.placement.Store(c.Placement) },
-		Close:      closeAll,
-		Status:     status,
+		Reload: func(c config.Config) {
+			pm.placement.Store(c.Placement)
+			// A driver module reloaded by hand: bring the device filters
+			// up to date now rather than at the next tick.
+			m.RefreshFiltersSoon()
+		},
+		Close:  closeAll,
+		Status: status,
 	}, nil
 }
 

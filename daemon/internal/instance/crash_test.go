@@ -144,6 +144,13 @@ func (f crashFilter) Pinned(ctx context.Context) ([]uint64, error) {
 	return f.f.Pinned(ctx)
 }
 
+func (f crashFilter) Stale(ctx context.Context) ([]uint64, error) {
+	if err := f.c.read(); err != nil {
+		return nil, err
+	}
+	return f.f.Stale(ctx)
+}
+
 type crashStore struct {
 	s *state.Store
 	c *crash

@@ -24,22 +24,31 @@ import (
 
 const gib = uint64(1) << 30
 
-// fakeFilter is an in-memory DeviceFilter.
+// fakeFilter is an in-memory DeviceFilter. Like devfilter, it calls a
+// filter stale (built with device numbers the host no longer has) from
+// makeStale until it is applied again.
 type fakeFilter struct {
-	mu     sync.Mutex
-	pinned map[uint64][]uint32
-	paths  map[uint64]string
+	mu       sync.Mutex
+	pinned   map[uint64][]uint32
+	paths    map[uint64]string
+	stale    map[uint64]bool
+	staleErr error
+	applyErr map[uint64]error // Apply of the cgroup fails with it
 }
 
 func newFakeFilter() *fakeFilter {
-	return &fakeFilter{pinned: map[uint64][]uint32{}, paths: map[uint64]string{}}
+	return &fakeFilter{pinned: map[uint64][]uint32{}, paths: map[uint64]string{}, stale: map[uint64]bool{}, applyErr: map[uint64]error{}}
 }
 
 func (f *fakeFilter) Apply(_ context.Context, path string, id uint64, minors []uint32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.applyErr[id]; err != nil {
+		return err
+	}
 	f.pinned[id] = slices.Clone(minors)
 	f.paths[id] = path
+	delete(f.stale, id)
 	return nil
 }
 
@@ -48,7 +57,35 @@ func (f *fakeFilter) Remove(_ context.Context, id uint64) error {
 	defer f.mu.Unlock()
 	delete(f.pinned, id)
 	delete(f.paths, id)
+	delete(f.stale, id)
 	return nil
+}
+
+func (f *fakeFilter) Stale(context.Context) ([]uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.staleErr != nil {
+		return nil, f.staleErr
+	}
+	var ids []uint64
+	for id := range f.stale {
+		if _, ok := f.pinned[id]; ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// makeStale marks every pinned filter stale, with what it allows replaced
+// by sentinel so that a filter applied again shows.
+func (f *fakeFilter) makeStale(sentinel []uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id := range f.pinned {
+		f.stale[id] = true
+		f.pinned[id] = slices.Clone(sentinel)
+	}
 }
 
 func (f *fakeFilter) Pinned(context.Context) ([]uint64, error) {

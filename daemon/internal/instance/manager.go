@@ -50,6 +50,11 @@ type DeviceFilter interface {
 	Remove(ctx context.Context, cgroupID uint64) error
 	// Pinned lists the cgroups that have a filter.
 	Pinned(ctx context.Context) ([]uint64, error)
+	// Stale lists the cgroups whose filter was not built with the device
+	// numbers the host has now (a driver module loaded or reloaded since,
+	// or the filter made by an earlier process); Apply brings one up to
+	// date.
+	Stale(ctx context.Context) ([]uint64, error)
 }
 
 // DefaultModuleVersionFile is where cgpu.ko tells its version.
@@ -105,6 +110,15 @@ const DefaultRetry = 30 * time.Second
 // degraded or kernel instances are kept unclaimed (default DefaultRetry).
 func WithRetry(d time.Duration) Option { return func(m *Manager) { m.retry = d } }
 
+// DefaultFilterRefresh is how often Run looks for device filters built
+// with device numbers the host no longer has.
+const DefaultFilterRefresh = 5 * time.Second
+
+// WithFilterRefresh sets how often Run applies again the device filters
+// that are stale (default DefaultFilterRefresh; 0 only at Run's start and
+// on RefreshFiltersSoon).
+func WithFilterRefresh(d time.Duration) Option { return func(m *Manager) { m.filterEvery = d } }
+
 // WithLogger sets the logger.
 func WithLogger(l logrus.FieldLogger) Option { return func(m *Manager) { m.log = l } }
 
@@ -143,6 +157,8 @@ type Manager struct {
 	watcher        *cgroup.Watcher
 	sweep          time.Duration
 	retry          time.Duration
+	filterEvery    time.Duration
+	filterKick     chan struct{} // RefreshFiltersSoon
 	log            logrus.FieldLogger
 	now            func() time.Time
 	placement      string
@@ -164,6 +180,9 @@ type Manager struct {
 	// and that the last Reconcile kept, attached to cgroups it could not
 	// tell apart: "<kernel name>: <why>".
 	orphans []string
+	// filterErr is the last refresh's error: a device filter that could
+	// not be brought up to date with the host's device numbers.
+	filterErr error
 }
 
 // entry is one instance in memory. op serialises the operations on it; rec,
@@ -188,6 +207,8 @@ func New(opts ...Option) (*Manager, error) {
 	m := &Manager{
 		sweep:          cgroup.DefaultSweep,
 		retry:          DefaultRetry,
+		filterEvery:    DefaultFilterRefresh,
+		filterKick:     make(chan struct{}, 1),
 		now:            time.Now,
 		placement:      v1.PlacementBinpack,
 		modVersionFile: DefaultModuleVersionFile,

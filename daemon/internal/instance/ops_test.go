@@ -178,7 +178,7 @@ func TestViewsMergeKernelStats(t *testing.T) {
 		t.Fatalf("Version = %+v (%+v), %v", v, v.Module, err)
 	}
 	h := m.Health(ctx)
-	if h.Status != "ok" || len(h.Checks) != 5 {
+	if h.Status != "ok" || len(h.Checks) != 6 {
 		t.Fatalf("Health = %+v", h)
 	}
 	w.kern.FailNext("version", &kernel.Error{Op: "version", Sentinel: kernel.ErrNoModule})

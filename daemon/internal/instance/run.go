@@ -2,23 +2,31 @@ package instance
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/cgpu-dev/cgpu/daemon/internal/cgroup"
 )
 
 // Run destroys the instance of each container cgroup that disappears,
-// whether or not a poststop hook ever comes, one log line each, and
-// reconciles again every retry interval while something is degraded. It
-// returns when ctx is done.
+// whether or not a poststop hook ever comes, one log line each, reconciles
+// again every retry interval while something is degraded, and keeps the
+// device filters up to date with the host's device numbers
+// (RefreshFilters, at once and every filter refresh interval). It returns
+// when ctx is done.
 func (m *Manager) Run(ctx context.Context) error {
-	done := make(chan struct{})
-	defer func() { <-done }()
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
+	wg.Add(2)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		m.retryDegraded(rctx)
+	}()
+	go func() {
+		defer wg.Done()
+		m.refreshLoop(rctx)
 	}()
 	return m.watcher.Run(ctx, func(g cgroup.Gone) { m.cgroupGone(ctx, g) })
 }

@@ -163,8 +163,9 @@ func (m *Manager) Version(ctx context.Context) (v1.Version, error) {
 }
 
 // Health checks the kernel, the GPUs, the state store, the last
-// reconciliation and the instances (none degraded, no kernel instance kept
-// without a record).
+// reconciliation, the instances (none degraded, no kernel instance kept
+// without a record) and, with a device filter, that the last refresh
+// brought every filter up to date with the host's device numbers.
 func (m *Manager) Health(ctx context.Context) v1.Health {
 	var checks []v1.Check
 	add := func(name string, err error, okMsg string) {
@@ -181,7 +182,7 @@ func (m *Manager) Health(ctx context.Context) v1.Health {
 		add("kernel", err, "")
 	}
 	m.mu.Lock()
-	ngpu, lastRec, reconciled := len(m.inv.GPUs), m.lastRec, m.reconciled
+	ngpu, lastRec, reconciled, filterErr := len(m.inv.GPUs), m.lastRec, m.reconciled, m.filterErr
 	var degraded []string
 	for name, e := range m.byName {
 		if e.problem != "" {
@@ -208,6 +209,9 @@ func (m *Manager) Health(ctx context.Context) v1.Health {
 		add("instances", errors.New(strings.Join(degraded, "; ")), "")
 	} else {
 		add("instances", nil, "")
+	}
+	if m.filter != nil {
+		add("filters", filterErr, "")
 	}
 	h := v1.Health{Status: "ok", Checks: checks}
 	for _, c := range checks {

@@ -54,6 +54,9 @@ func (f *memFilter) Pinned(context.Context) ([]uint64, error) {
 	return ids, nil
 }
 
+// Stale: the device numbers never change here.
+func (f *memFilter) Stale(context.Context) ([]uint64, error) { return nil, nil }
+
 // runServer is the daemon side: the Manager and the API server as cgpud
 // builds them, with the kernel and the filter swapped for in-memory ones,
 // and the empty handler on a second socket.
