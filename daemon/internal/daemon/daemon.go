@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	v1 "github.com/cgpu-dev/cgpu/daemon/api/v1"
 	"github.com/cgpu-dev/cgpu/daemon/internal/config"
 	"github.com/cgpu-dev/cgpu/daemon/internal/server"
 	"github.com/cgpu-dev/cgpu/internal/integration"
@@ -213,17 +214,25 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	status := parts.Status
-	if status == "" {
-		status = "serving"
+	serving := parts.Status
+	if serving == "" {
+		serving = "serving"
 	}
+	status := serving
 	// A failed reconciliation (no module, no GPUs, a kernel instance that
 	// could not be repaired) leaves the daemon up and degraded: Health
 	// says why, reads work, and the Manager refuses what it cannot do.
+	// One that succeeded may still leave it degraded (an instance kept
+	// without its limit, a kernel instance kept unclaimed), which only
+	// Health tells.
 	if err := parts.Manager.Reconcile(ctx); err != nil {
 		d.log.WithError(err).Error("reconcile: serving degraded")
-		status = "degraded: " + strings.ReplaceAll(err.Error(), "\n", "; ")
+		status = "degraded: " + oneLine(err.Error())
+	} else if h, ok := healthWithin(ctx, parts.Manager, startHealthWait); ok && h.Status != "ok" {
+		status = statusLine(h, serving)
+		d.log.WithField("status", status).Error("serving degraded")
 	}
+	line := &notedStatus{cur: status}
 	d.writeCDI(ctx, cfg, parts.Manager)
 
 	lns, activated, err := d.listen(cfg)
@@ -286,7 +295,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}).Info("cgpud ready")
 	d.sdNotify("READY=1\nSTATUS=" + status)
 	close(d.ready)
-	stopWatchdog := d.startWatchdog(func(ctx context.Context) { parts.Manager.Health(ctx) })
+	// The watchdog's Health call keeps STATUS= current (systemctl status
+	// shows it) at no cost of its own.
+	stopWatchdog := d.startWatchdog(func(ctx context.Context) {
+		h := parts.Manager.Health(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if s := statusLine(h, serving); line.set(s) {
+			d.sdNotify("STATUS=" + s)
+		}
+	})
 	defer stopWatchdog()
 
 	var runErr error
@@ -318,6 +337,64 @@ loop:
 	<-runDone
 	wg.Wait()
 	return runErr
+}
+
+// startHealthWait bounds the Health call before READY: a Manager stuck
+// there is the watchdog's business once serving, not a reason never to
+// start.
+const startHealthWait = time.Second
+
+// healthWithin asks m for its Health for at most wait; ok is false when it
+// did not answer.
+func healthWithin(ctx context.Context, m Manager, wait time.Duration) (v1.Health, bool) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	got := make(chan v1.Health, 1)
+	go func() { got <- m.Health(ctx) }()
+	select {
+	case h := <-got:
+		return h, ctx.Err() == nil
+	case <-ctx.Done():
+		return v1.Health{}, false
+	}
+}
+
+// statusLine is STATUS= for a Health: serving when it is ok, else
+// "degraded: " and each failing check with its message.
+func statusLine(h v1.Health, serving string) string {
+	if h.Status == "ok" {
+		return serving
+	}
+	var why []string
+	for _, c := range h.Checks {
+		if !c.OK {
+			why = append(why, c.Name+": "+c.Message)
+		}
+	}
+	if len(why) == 0 {
+		return oneLine(h.Status)
+	}
+	return oneLine(h.Status + ": " + strings.Join(why, "; "))
+}
+
+// oneLine keeps an sd_notify assignment on its line.
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
+
+// notedStatus is the STATUS= systemd was last told.
+type notedStatus struct {
+	mu  sync.Mutex
+	cur string
+}
+
+// set records s and says whether it differs from what was told.
+func (n *notedStatus) set(s string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s == n.cur {
+		return false
+	}
+	n.cur = s
+	return true
 }
 
 // writeCDI writes the CDI spec for the GPUs discovered; a failure is

@@ -29,12 +29,26 @@ type fakeManager struct {
 	running      bool
 	stopped      bool
 	reconcileErr error
+	health       *v1.Health // nil: ok
 }
 
 func (m *fakeManager) Version(context.Context) (v1.Version, error) {
 	return v1.Version{Daemon: "fake", API: v1.APIVersion}, nil
 }
-func (m *fakeManager) Health(context.Context) v1.Health { return v1.Health{Status: "ok"} }
+func (m *fakeManager) Health(context.Context) v1.Health {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.health != nil {
+		return *m.health
+	}
+	return v1.Health{Status: "ok"}
+}
+
+func (m *fakeManager) setHealth(h *v1.Health) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.health = h
+}
 func (m *fakeManager) GPUs(context.Context) ([]v1.GPU, error) {
 	return []v1.GPU{{Index: 0}}, nil
 }
@@ -365,6 +379,47 @@ func TestReconcileFailureServesDegraded(t *testing.T) {
 	}
 	if code, _ := get(t, h.sock, "/v1/version"); code != 200 {
 		t.Errorf("version: %d", code)
+	}
+	if err := h.stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A reconciliation that returns no error may still leave the daemon
+// degraded (an instance kept without its limit): STATUS= says so from the
+// start, with Health's reasons, and follows Health afterwards.
+func TestStatusFollowsHealth(t *testing.T) {
+	degraded := &v1.Health{Status: "degraded", Checks: []v1.Check{
+		{Name: "kernel", OK: true},
+		{Name: "instances", Message: "instance a is degraded: GPU 1: kernel instance gone\nand cannot be made again"},
+		{Name: "filters", Message: "device filter of cgroup 7: no instance claims it"},
+	}}
+	const want = "STATUS=degraded: instances: instance a is degraded: GPU 1: kernel instance gone; and cannot be made again; filters: device filter of cgroup 7: no instance claims it"
+	h := newHarness(t, "")
+	h.mgr.setHealth(degraded)
+	h.start(WithWatchdog(func() (time.Duration, error) { return 20 * time.Millisecond, nil }))
+	h.waitReady()
+	if h.notes.has("READY=1\n"+want) != 1 {
+		t.Errorf("notifications %q; want READY with %q", h.notes.states, want)
+	}
+	wait := func(prefix string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for h.notes.has(prefix) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %d× %q in %q", n, prefix, h.notes.states)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	h.mgr.setHealth(nil)
+	wait("STATUS=serving", 1)
+	h.mgr.setHealth(degraded)
+	wait(want, 1)
+	// Told once per change, not at every ping.
+	wait("WATCHDOG=1", 6)
+	if n := h.notes.has("STATUS="); n != 2 {
+		t.Errorf("%d STATUS= notifications after READY, want 2: %q", n, h.notes.states)
 	}
 	if err := h.stop(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
