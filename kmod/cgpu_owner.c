@@ -126,7 +126,7 @@ bool cgpu_call_attached(struct file *f)
 	struct cgpu_inst *inst = cgpu_call_inst(f, CGPU_NO_GPU);
 
 	if (IS_ERR_OR_NULL(inst))
-		return inst != NULL;
+		return !!inst;
 	cgpu_inst_put(inst);
 	return true;
 }

@@ -518,7 +518,9 @@ static inline int nva_version_parse(const char *s, unsigned long len,
 	unsigned long i = 0;
 	int part = 0;
 
-	v[0] = v[1] = v[2] = 0;
+	v[0] = 0;
+	v[1] = 0;
+	v[2] = 0;
 	for (; i < len && s[i] && part < 3; i++) {
 		if (s[i] == '.') {
 			part++;

@@ -149,7 +149,6 @@ static void nvm_set_module_version(void)
 	kfree(old);
 }
 
-
 static bool nvm_name_ok(const char *s)
 {
 	size_t len = strlen(s), i;
