@@ -82,16 +82,16 @@ long cgpu_nv_vidmem(struct cgpu_call *c, struct cgpu_memreq *r,
 	/*
 	 * A parent we never saw (made before the task was attached, or when
 	 * tracking memory ran out) has an unknown GPU: charge the task's
-	 * nearest instance on any GPU rather than let it through.
+	 * nearest instance on any GPU rather than let it through.  A GPU the
+	 * slice has no instance on is refused, as a full card refuses: memory
+	 * there would be charged to no one.
 	 */
 	gpu = cgpu_track_gpu_of(r->h_root, r->h_parent);
 	if (gpu != CGPU_NO_GPU && gpu != inst->gpu) {
 		cgpu_inst_put(inst);
 		inst = cgpu_call_inst(c->f, gpu);
-		if (IS_ERR(inst))
+		if (IS_ERR_OR_NULL(inst))
 			return cgpu_nv_refuse(c, r->status_off, NVA_ERR_NO_MEMORY);
-		if (!inst)
-			return cgpu_nv_orig(c);
 	}
 
 	predicted = cgpu_nv_round(r->size, r->attr);

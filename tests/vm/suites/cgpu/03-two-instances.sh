@@ -1,6 +1,8 @@
 #!/bin/sh
 # Two instances on one GPU are isolated: one full does not limit the other,
-# each is charged only its own processes' memory.
+# each is charged only its own processes' memory. A cgroup with a slice on
+# GPU 0 only is refused memory on GPU 1 (fail closed), not let through
+# uncharged.
 . /opt/cgpu/lib.sh
 . "$(dirname "$0")/helpers.inc"
 
@@ -30,3 +32,8 @@ fc_in t_a 0 -g 1 alloc 1M
 fc_in t_a 2 -g 1 alloc 1M alloc 64K
 fc_in t_a 2 -g 0 alloc 64K
 expect_used t3 0 "t3 after"
+
+echo "### a slice on GPU 0 only: GPU 1 is refused, not free"
+fc_in t_b 2 -g 1 alloc 1M
+expect_line "^alloc 1M: CUDA_ERROR_OUT_OF_MEMORY"
+assert_eq 0 "$(nv_used 1)" "nvmock: nothing on GPU 1"
