@@ -14,20 +14,16 @@
 . "$(dirname "$0")/helpers.inc"
 
 nv_used() { nvmock_counter gpu0/used_bytes; }
-# proc_dir ID: the /proc/cgpu_km directory of container ID's instance.
-proc_dir() {
-	_n=$(cgpuctl instance ls -o json | tr '{' '\n' | grep "\"container_id\": *\"$1\"" |
-		grep -o '"name": *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/')
-	[ -n "$_n" ] || fail "no instance for container $1"
-	echo "/proc/cgpu_km/0/$_n"
-}
-
 start_daemon
 bundle victim -e ALIYUN_COM_GPU_MEM_CONTAINER=4 -e ALIYUN_COM_GPU_VISIBLE_DEVICES=0 -- fakecuda alloc 1G hold
 run_bg victim
 assert_eq 0 "$rc" "runc run -d victim: $out"
 wait_out victim holding
-vdir=$(proc_dir victim)
+# The victim's instance is the only one: its /proc/cgpu_km directory.
+vdir=$(for d in /proc/cgpu_km/0/*/; do [ -d "$d" ] && echo "${d%/}"; done)
+if [ -z "$vdir" ] || [ "$(echo "$vdir" | wc -l)" != 1 ]; then
+	fail "want one instance directory under /proc/cgpu_km/0, got: $vdir"
+fi
 vpid=$(sed -n 's/.*pid=\([0-9]*\).*/\1/p' "$BUNDLES/victim.out")
 echo "victim: $vdir (pid $vpid in its namespace)"
 
