@@ -623,8 +623,10 @@ static void cgpu_learn_loaded_version(const char *modname)
 int cgpu_hooks_init(void)
 {
 	char name[MODULE_NAME_LEN];
+	char found[ARRAY_SIZE(cgpu_targets)][MODULE_NAME_LEN] = {};
 	struct cgpu_target *t;
 	const char *p, *end;
+	unsigned int i;
 	int err;
 
 	err = register_module_notifier(&cgpu_module_nb);
@@ -643,13 +645,22 @@ int cgpu_hooks_init(void)
 				name[end - p] = '\0';
 				/* present when any of the symbols resolves */
 				if (!cgpu_target_install(t, name, false))
-					cgpu_learn_loaded_version(name);
+					strscpy(found[t - cgpu_targets], name,
+						sizeof(found[0]));
 			}
 			if (*end)
 				end++;
 		}
 	}
 	mutex_unlock(&cgpu_hook_lock);
+	/*
+	 * Their versions, read without our lock: a sysfs read takes the
+	 * seq_file lock, which /proc/cgpu_km/hooks holds when it takes ours.
+	 */
+	for (i = 0; i < ARRAY_SIZE(found); i++) {
+		if (found[i][0])
+			cgpu_learn_loaded_version(found[i]);
+	}
 	return 0;
 }
 
